@@ -1,0 +1,29 @@
+"""hydra-train-bootstrap: the start-up step of a PyTorch training job, as Hydra config.
+
+    with bootstrap.initialize(cfg.env) as session:   # plain Python
+        ...
+
+    hydra/callbacks=bootstrap                        # in a Hydra app
+"""
+
+from bootstrap.errors import BootstrapError, ConfigError, MismatchError
+from bootstrap.schema import EnvConfig, register as _register_schema
+
+_register_schema()
+
+__all__ = ["BootstrapCallback", "BootstrapError", "ConfigError", "EnvConfig", "MismatchError", "Session",
+           "current", "initialize"]
+
+
+def __getattr__(name: str):
+    # Import torch-touching parts on first use, so ``import bootstrap`` (done by the
+    # config schema's registration) stays cheap for tools that never apply a preset.
+    if name in ("Session", "current", "initialize"):
+        from bootstrap import session
+
+        return getattr(session, name)
+    if name == "BootstrapCallback":
+        from bootstrap.callback import BootstrapCallback
+
+        return BootstrapCallback
+    raise AttributeError(f"module 'bootstrap' has no attribute {name!r}")

@@ -1,0 +1,129 @@
+"""Environment variables: normalise, decide by precedence (pure), apply and restore.
+
+Precedence, highest first:
+
+1. ``override``: the user asked for ``env.vars.NAME=...`` on the command line for
+   this job. It is the most explicit request there is, so it wins even over a
+   value already in the environment (otherwise a sweep over a variable the shell
+   happens to set would silently do nothing).
+2. ``env_set`` / ``shell``: a value already in the process environment wins over
+   the preset, as in Megatron-LM's ``os.environ[k] = os.getenv(k, default)``.
+   Hydra applies ``hydra.job.env_set`` on top of the shell before any callback
+   runs, so a name listed there is reported as ``env_set``.
+3. ``preset``: the value from the ``env`` preset.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Collection, Dict, Iterable, List, Mapping, MutableMapping, Optional
+
+from bootstrap.errors import ConfigError
+from bootstrap.readers import ProcessState, reader_for
+
+# POSIX portable names; anything else (``=``, spaces, NUL) breaks os.environ or the shell.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def normalize(name: str, value: Any, key: str = "env") -> Optional[str]:
+    """The string a variable gets: ints as digits, bools as 1/0; None means "do not set"."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigError(
+            f"{key}.vars.{name!s}: {name!r} is not a valid environment variable name. "
+            "Use letters, digits and underscores, not starting with a digit (e.g. MY_VAR)."
+        )
+    if value is None:
+        return None
+    if isinstance(value, bool):  # before int: bool is an int subclass
+        text = "1" if value else "0"
+    elif isinstance(value, (int, float, str)):
+        text = str(value)
+    else:
+        raise ConfigError(
+            f"{key}.vars.{name} is a {type(value).__name__}; an environment variable holds one string. "
+            f"Give a single value, e.g. {key}.vars.{name}='a,b' if the library reads a comma list."
+        )
+    if "\0" in text:
+        raise ConfigError(f"{key}.vars.{name} contains a NUL byte, which no environment variable can hold. Remove it.")
+    return text
+
+
+@dataclass(frozen=True)
+class VarDecision:
+    name: str
+    value: str  # the value the job sees
+    source: str  # "override" | "shell" | "env_set" | "preset"
+    changes_environ: bool  # does the bootstrap write this value?
+    effective: bool  # does it take effect in this process (not only in child processes)?
+    note: str
+    warn: bool = False  # log a one-line warning: set too late to matter here
+
+
+def plan_vars(
+    requested: Mapping[str, Optional[str]],
+    environ: Mapping[str, str],
+    env_set: Mapping[str, Any],
+    overrides: Collection[str],
+    state: ProcessState,
+) -> List[VarDecision]:
+    """Decide every variable. Pure: reads only its arguments.
+
+    ``requested`` holds normalised preset values (None: dropped by the user).
+    ``overrides`` names the variables given explicitly on the command line.
+    """
+    decisions: List[VarDecision] = []
+    for name, wanted in requested.items():
+        if wanted is None:
+            continue
+        existing = environ.get(name)
+        if name in overrides:
+            source, value = "override", wanted
+        elif existing is not None:
+            source, value = ("env_set" if name in env_set else "shell"), existing
+        else:
+            source, value = "preset", wanted
+        changes = value != existing
+        reader = reader_for(name)
+        effective = reader.still_read(state)
+        notes = []
+        if source in ("shell", "env_set") and existing != wanted:
+            notes.append(f"kept the {source} value over the preset's {wanted!r}")
+        if source == "override" and existing is not None and existing != wanted:
+            notes.append(f"replaced the existing value {existing!r}")
+        if not effective:
+            notes.append(f"read {reader.read_when}: {reader.applied_by}")
+        decisions.append(
+            VarDecision(name, value, source, changes, effective, "; ".join(notes),
+                        warn=not effective and changes and reader.warn_when_late)
+        )
+    return decisions
+
+
+class EnvironSnapshot:
+    """The process environment as it was, restored exactly on :meth:`restore`.
+
+    ``foreign`` names keys someone else restores: Hydra puts back its ``env_set``
+    keys itself *before* ``on_job_end``, so writing our snapshot of them back would
+    leak them into the next job.
+    """
+
+    def __init__(self, environ: MutableMapping[str, str] = os.environ, foreign: Iterable[str] = ()):
+        self._environ = environ
+        self._saved: Dict[str, str] = dict(environ)
+        self._foreign = frozenset(foreign)
+
+    def restore(self) -> None:
+        env = self._environ
+        for name in [n for n in env if n not in self._saved and n not in self._foreign]:
+            del env[name]
+        for name, value in self._saved.items():
+            if name not in self._foreign and env.get(name) != value:
+                env[name] = value
+
+
+def apply_vars(decisions: Iterable[VarDecision], environ: MutableMapping[str, str] = os.environ) -> None:
+    for d in decisions:
+        if d.changes_environ:
+            environ[d.name] = d.value

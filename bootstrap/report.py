@@ -1,0 +1,53 @@
+"""The job's record: ``bootstrap.json`` and the log table, with secrets masked."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Dict
+
+MASK = "***"
+_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
+REPORT_NAME = "bootstrap.json"
+
+
+def is_secret(name: str) -> bool:
+    return bool(_SECRET.search(name))
+
+
+def masked(name: str, value: str) -> str:
+    return MASK if is_secret(name) else value
+
+
+def write_json_atomic(path: Path, data: Dict[str, Any]) -> None:
+    """Write to a temporary file beside ``path``, then rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=2, sort_keys=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def format_table(report: Dict[str, Any]) -> str:
+    """A short, aligned summary for the job log."""
+    rows = [("variable", "value", "source", "effective")]
+    for name, v in report["vars"].items():
+        rows.append((name, v["value"], v["source"], "yes" if v["effective"] else "children only"))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    failed = [c["name"] for c in report["checks"] if not c["ok"]]
+    checks = f"{len(report['checks'])} checks, " + (f"FAILED: {', '.join(failed)}" if failed else "all ok")
+    threads = report["threads"]
+    lines.append(
+        f"preset={report['preset']}  threads intra_op={threads['intra_op']} inter_op={threads['inter_op']}  "
+        f"seed={report['seed']['value']}  {checks}  bootstrap {report['timings']['bootstrap_s'] * 1000:.1f} ms"
+    )
+    return "\n".join(lines)

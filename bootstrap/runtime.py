@@ -1,0 +1,108 @@
+"""Torch process settings: threads and numerics. Snapshot, apply, read back, restore."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+import torch
+
+from bootstrap.schema import AUTO, TorchSettings
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (respects taskset, cgroups cpusets, SLURM binding)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def resolve_threads(value, cpus: int, ranks_on_node: int = 1, omp_num_threads: Optional[str] = None) -> int:
+    """An explicit count wins; ``auto`` takes a user's OMP_NUM_THREADS, else CPUs ÷ local ranks."""
+    if value != AUTO:
+        return int(value)
+    if omp_num_threads is not None and omp_num_threads.isdigit() and int(omp_num_threads) > 0:
+        return int(omp_num_threads)
+    return max(1, cpus // max(1, ranks_on_node))
+
+
+@dataclass(frozen=True)
+class TorchState:
+    """Every torch setting the bootstrap may change. ``capture()`` reads, ``restore()`` writes back."""
+
+    num_threads: int
+    matmul_precision: str
+    cudnn_allow_tf32: bool
+    cudnn_benchmark: bool
+    cudnn_deterministic: bool
+    deterministic_algorithms: bool
+    deterministic_warn_only: bool
+
+    @classmethod
+    def capture(cls) -> "TorchState":
+        return cls(
+            num_threads=torch.get_num_threads(),
+            matmul_precision=torch.get_float32_matmul_precision(),
+            cudnn_allow_tf32=torch.backends.cudnn.allow_tf32,
+            cudnn_benchmark=torch.backends.cudnn.benchmark,
+            cudnn_deterministic=torch.backends.cudnn.deterministic,
+            deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
+            deterministic_warn_only=torch.is_deterministic_algorithms_warn_only_enabled(),
+        )
+
+    def restore(self) -> None:
+        if torch.get_num_threads() != self.num_threads:
+            torch.set_num_threads(self.num_threads)
+        torch.set_float32_matmul_precision(self.matmul_precision)
+        torch.backends.cudnn.allow_tf32 = self.cudnn_allow_tf32
+        torch.backends.cudnn.benchmark = self.cudnn_benchmark
+        torch.backends.cudnn.deterministic = self.cudnn_deterministic
+        _set_deterministic(self.deterministic_algorithms, self.deterministic_warn_only)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def apply_torch_settings(settings: TorchSettings) -> None:
+    torch.set_float32_matmul_precision(settings.matmul_precision.value)
+    torch.backends.cudnn.allow_tf32 = settings.cudnn_allow_tf32
+    torch.backends.cudnn.benchmark = settings.cudnn_benchmark and not settings.deterministic
+    torch.backends.cudnn.deterministic = settings.deterministic
+    _set_deterministic(settings.deterministic, warn_only=False)
+
+
+def _set_deterministic(enabled: bool, warn_only: bool) -> None:
+    # use_deterministic_algorithms imports torch._inductor (about a second): call it
+    # only when the setting really changes.
+    if (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()) != (
+        enabled, warn_only and enabled
+    ):
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+
+
+def apply_intra_op(threads: int) -> int:
+    """Set and read back; the read-back is what the report shows."""
+    torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
+def apply_inter_op(threads: int) -> tuple[int, str]:
+    """Set inter-op threads if torch still allows it. Returns (read-back, note).
+
+    torch allows this once per process, before any inter-op work; a later call
+    raises RuntimeError. That is expected in a one-process sweep, so it becomes
+    a note, not a crash.
+    """
+    current = torch.get_num_interop_threads()
+    if current == threads:
+        return current, ""
+    try:
+        torch.set_num_interop_threads(threads)
+    except RuntimeError:
+        return current, (
+            f"inter_op stays {current}: torch sets inter-op threads once per process "
+            f"and they were already fixed, so {threads} could not be applied"
+        )
+    return torch.get_num_interop_threads(), ""

@@ -1,0 +1,134 @@
+"""The preset schema: what a file in the ``env`` config group may contain.
+
+Each field carries one comment saying what it does. The dataclasses are registered
+in Hydra's ConfigStore as ``bootstrap/schema/env``; every shipped preset lists it in
+its defaults, so a typo (``env.threds``) or a wrong type fails at compose time with
+Hydra's own error naming the key. What OmegaConf cannot express (positive ints,
+"int or ``auto``", specifier syntax) is checked by :func:`validate`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Union
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from bootstrap.errors import ConfigError
+
+AUTO = "auto"
+
+# The enums mix in str so that a task can pass them straight to torch:
+# torch.device(cfg.env.device).
+
+
+class OnMismatch(str, enum.Enum):
+    error = "error"  # stop the job before the task runs
+    warn = "warn"  # log the failed checks and run the task anyway
+
+
+class Device(str, enum.Enum):
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class Backend(str, enum.Enum):
+    gloo = "gloo"
+    nccl = "nccl"
+
+
+class MatmulPrecision(str, enum.Enum):
+    highest = "highest"  # full fp32 matmuls (torch's default)
+    high = "high"  # TF32 on Ampere and newer
+    medium = "medium"  # bf16-based fp32 matmuls where supported
+
+
+@dataclass
+class Requires:
+    python: Optional[str] = None  # SpecifierSet for the interpreter, e.g. ">=3.10"
+    torch: Optional[str] = None  # SpecifierSet for torch.__version__
+    cuda: Optional[str] = None  # SpecifierSet for torch.version.cuda (the CUDA torch was built with)
+    nccl: Optional[str] = None  # SpecifierSet for torch.cuda.nccl.version()
+    compute_capability: Optional[str] = None  # minimum over visible GPUs, e.g. "9.0"
+    gpus: Optional[int] = None  # minimum number of visible GPUs
+
+
+@dataclass
+class Threads:
+    # A positive int, or "auto": the CPUs this process may use (sched_getaffinity)
+    # divided by the ranks on this node. OmegaConf 2.3 has no Literal type, so
+    # "auto" vs a typo such as "abc" is told apart by validate().
+    intra_op: Union[int, str] = AUTO  # torch.set_num_threads
+    inter_op: Union[int, str] = AUTO  # torch.set_num_interop_threads (once per process)
+
+
+@dataclass
+class TorchSettings:
+    matmul_precision: MatmulPrecision = MatmulPrecision.highest  # torch.set_float32_matmul_precision
+    cudnn_allow_tf32: bool = True  # torch.backends.cudnn.allow_tf32 (torch's default is True)
+    cudnn_benchmark: bool = False  # torch.backends.cudnn.benchmark: autotune conv kernels
+    deterministic: bool = False  # use_deterministic_algorithms + cudnn.deterministic + CUBLAS_WORKSPACE_CONFIG
+
+
+@dataclass
+class Distributed:
+    backend: Backend = Backend.gloo  # torch.distributed backend; used by multi-process start-up
+
+
+@dataclass
+class EnvConfig:
+    requires: Requires = field(default_factory=Requires)  # what the machine must provide
+    on_mismatch: OnMismatch = OnMismatch.error  # what a failed requirement does
+    threads: Threads = field(default_factory=Threads)  # CPU thread pools
+    vars: Dict[str, Any] = field(default_factory=dict)  # environment variables; null drops a preset's entry
+    torch: TorchSettings = field(default_factory=TorchSettings)  # numerics knobs applied through torch's API
+    device: Device = Device.cpu  # where the task should put its model
+    distributed: Distributed = field(default_factory=Distributed)
+    seed: int = 0  # seeds random, numpy (if installed) and torch; exported as PYTHONHASHSEED
+
+
+def validate(preset: EnvConfig, key: str = "env") -> EnvConfig:
+    """Check what the type system could not; raise ConfigError naming ``key.field``."""
+    for name in ("intra_op", "inter_op"):
+        value = getattr(preset.threads, name)
+        if value != AUTO and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            raise ConfigError(
+                f"{key}.threads.{name}={value!r} is not a thread count. "
+                f"Use a positive integer ({key}.threads.{name}=2) or {key}.threads.{name}=auto."
+            )
+    if preset.seed < 0 or preset.seed >= 2**32:
+        raise ConfigError(
+            f"{key}.seed={preset.seed} is out of range. Use an integer in [0, 2**32), e.g. {key}.seed=0."
+        )
+    req = preset.requires
+    for name in ("python", "torch", "cuda", "nccl"):
+        spec = getattr(req, name)
+        if spec is None:
+            continue
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier:
+            raise ConfigError(
+                f"{key}.requires.{name}={spec!r} is not a version specifier. "
+                f"Use packaging's syntax, e.g. {key}.requires.{name}='>=2.1', or null for no requirement."
+            ) from None
+    if req.compute_capability is not None:
+        try:
+            Version(req.compute_capability)
+        except InvalidVersion:
+            raise ConfigError(
+                f"{key}.requires.compute_capability={req.compute_capability!r} is not a version. "
+                f"Give the minimum as major.minor, e.g. {key}.requires.compute_capability='8.0'."
+            ) from None
+    if req.gpus is not None and req.gpus < 0:
+        raise ConfigError(f"{key}.requires.gpus={req.gpus} is negative. Use a minimum count such as 1, or null.")
+    return preset
+
+
+def register() -> None:
+    """Store the schema where presets find it: ``defaults: [/bootstrap/schema/env@_here_]``."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(group="bootstrap/schema", name="env", node=EnvConfig)

@@ -1,0 +1,262 @@
+"""``initialize(env_cfg)``: the plain-Python API that every entry point goes through.
+
+Data flows one way: config -> validated preset -> plan (pure) -> apply (records what
+it changed) -> report. ``close()`` undoes exactly what was recorded. If anything
+fails half-way, the process is put back as it was before the error propagates.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any, Collection, Dict, Mapping, Optional, Sequence
+
+from bootstrap import environ, readers, report, runtime, versions
+from bootstrap.errors import ConfigError, MismatchError
+from bootstrap.schema import EnvConfig, OnMismatch, validate
+from bootstrap.seeding import seed_everything
+
+log = logging.getLogger(__name__)
+
+
+def load_preset(env_cfg: Any, key: str = "env") -> EnvConfig:
+    """Turn a DictConfig, dict or EnvConfig into a validated EnvConfig."""
+    if isinstance(env_cfg, EnvConfig):
+        return validate(env_cfg, key)
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        preset = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(EnvConfig), env_cfg))
+    except OmegaConfBaseException as e:
+        where = f"{key}.{e.full_key}" if getattr(e, "full_key", None) else key
+        raise ConfigError(f"{where}: {str(e).splitlines()[0]}") from None
+    return validate(preset, key)
+
+
+def _derived_vars(preset: EnvConfig, intra_op: int) -> Dict[str, Any]:
+    """Variables implied by other preset fields, for child processes and late readers."""
+    derived: Dict[str, Any] = {
+        "OMP_NUM_THREADS": intra_op,
+        "MKL_NUM_THREADS": intra_op,
+        "PYTHONHASHSEED": preset.seed,
+    }
+    if preset.torch.deterministic:
+        derived["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # cuBLAS's documented deterministic workspace
+    return derived
+
+
+def _numeric_metrics(value: Any) -> Optional[Dict[str, float]]:
+    if not isinstance(value, Mapping):
+        return None
+    return {
+        str(k): v for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+
+
+class Session:
+    """One job's bootstrap. Use as a context manager, or call ``apply()`` and ``close()``."""
+
+    def __init__(
+        self,
+        env_cfg: Any,
+        *,
+        name: Optional[str] = None,
+        key: str = "env",
+        env_set: Optional[Mapping[str, Any]] = None,
+        overrides: Collection[str] = (),
+        output_dir: Optional[os.PathLike] = None,
+        job_overrides: Sequence[str] = (),
+        ranks_on_node: int = 1,
+    ):
+        self.key = key
+        self.preset = load_preset(env_cfg, key)
+        self.name = name or "custom"
+        self.env_set = dict(env_set or {})
+        self.overrides = frozenset(overrides)
+        self.output_dir = Path(output_dir) if output_dir is not None else None
+        self.job_overrides = list(job_overrides)
+        self.ranks_on_node = ranks_on_node
+        self.report: Dict[str, Any] = {}
+        self.device = self.preset.device.value  # resolved by apply(): cpu when CUDA is asked for but absent
+        self._environ_snapshot: Optional[environ.EnvironSnapshot] = None
+        self._torch_snapshot: Optional[runtime.TorchState] = None
+
+    # -- context manager -------------------------------------------------
+    def __enter__(self) -> "Session":
+        self.apply()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is None:
+            self.close("completed")
+        else:
+            self.close("failed", error=exc)
+
+    # -- the work --------------------------------------------------------
+    def plan(self, environ_now: Mapping[str, str], state: readers.ProcessState):
+        """Thread counts and variable decisions. Pure given its arguments."""
+        preset, key = self.preset, self.key
+        requested_vars = {n: environ.normalize(n, v, key) for n, v in preset.vars.items()}
+        user_omp = requested_vars.get("OMP_NUM_THREADS") if "OMP_NUM_THREADS" in self.overrides \
+            else environ_now.get("OMP_NUM_THREADS")
+        cpus = runtime.usable_cpus()
+        intra = runtime.resolve_threads(preset.threads.intra_op, cpus, self.ranks_on_node, user_omp)
+        inter = runtime.resolve_threads(preset.threads.inter_op, cpus, self.ranks_on_node)
+        derived = {n: environ.normalize(n, v, key) for n, v in _derived_vars(preset, intra).items()}
+        requested = {**derived, **requested_vars}  # the preset's own entries win over derived ones
+        decisions = environ.plan_vars(requested, environ_now, self.env_set, self.overrides, state)
+        return intra, inter, decisions
+
+    def apply(self) -> "Session":
+        started = time.perf_counter()
+        state = readers.current_state()
+        intra, inter, decisions = self.plan(os.environ, state)
+
+        self._environ_snapshot = environ.EnvironSnapshot(os.environ, foreign=self.env_set)
+        self._torch_snapshot = runtime.TorchState.capture()
+        warnings = []
+        try:
+            environ.apply_vars(decisions)
+            # Detect after the variables are set: on a GPU, reading the compute
+            # capability creates the CUDA context, which reads CUDA_* variables.
+            found = versions.detect()
+            checks = versions.check(self.preset.requires, found, self.preset.device.value)
+            failed = [c for c in checks if not c.ok]
+            if failed:
+                message = versions.mismatch_message(self.name, checks, self.key)
+                if self.preset.on_mismatch is OnMismatch.error:
+                    self._build_report(decisions, checks, found, None, None, [], warnings, started)
+                    self._finish_report("check_failed", error=message)
+                    raise MismatchError(message)
+                warnings.append(message)
+                log.warning("%s", message)
+
+            self.device = self.preset.device.value
+            if self.device == "cuda" and found.gpus == 0:
+                # Only reachable with on_mismatch=warn: run the task, on the CPU.
+                self.device = "cpu"
+                warnings.append(f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu")
+                log.warning("%s", warnings[-1])
+
+            runtime.apply_torch_settings(self.preset.torch)
+            intra_read = runtime.apply_intra_op(intra)
+            inter_read, inter_note = runtime.apply_inter_op(inter)
+            if inter_note:
+                warnings.append(inter_note)
+                _warn_once(inter_note)
+            seeded = seed_everything(self.preset.seed)
+        except BaseException:
+            self._undo()
+            raise
+
+        for d in decisions:
+            if d.warn:
+                warnings.append(f"{d.name}: {d.note}")
+                log.warning("%s=%s is exported for child processes only: %s", d.name,
+                            report.masked(d.name, d.value), d.note)
+        self._build_report(decisions, checks, found, (intra_read, inter_read), (intra, inter), seeded,
+                           warnings, started)
+        self._write_report()
+        log.info("bootstrap\n%s", report.format_table(self.report))
+        global _active
+        _active = self
+        return self
+
+    def close(self, status: str = "completed", metrics: Any = None, error: Any = None) -> None:
+        """Restore the process and record how the job ended. Safe to call twice."""
+        if self._environ_snapshot is None:
+            return
+        self._undo()
+        self._finish_report(status, metrics=metrics, error=error)
+
+    # -- internals -------------------------------------------------------
+    def _undo(self) -> None:
+        global _active
+        if _active is self:
+            _active = None
+        if self._torch_snapshot is not None:
+            self._torch_snapshot.restore()
+        if self._environ_snapshot is not None:
+            self._environ_snapshot.restore()
+        self._torch_snapshot = self._environ_snapshot = None
+
+    def _build_report(self, decisions, checks, found, read_back, requested_threads, seeded, warnings, started):
+        preset = self.preset
+        self.report = {
+            "schema_version": 1,
+            "preset": self.name,
+            "overrides": self.job_overrides,
+            "device": self.device,
+            "backend": preset.distributed.backend.value,
+            "found": {
+                "python": found.python, "torch": found.torch, "cuda": found.cuda, "nccl": found.nccl,
+                "compute_capability": found.compute_capability, "gpus": found.gpus,
+                "gpu_names": list(found.gpu_names), "cpus": runtime.usable_cpus(),
+            },
+            "checks": [{"name": c.name, "required": c.required, "found": c.found, "ok": c.ok} for c in checks],
+            "vars": {
+                d.name: {"value": report.masked(d.name, d.value), "source": d.source,
+                         "effective": d.effective, "note": d.note}
+                for d in decisions
+            },
+            "threads": None if read_back is None else {
+                "intra_op": read_back[0], "inter_op": read_back[1],
+                "requested": {"intra_op": requested_threads[0], "inter_op": requested_threads[1]},
+            },
+            "torch": {
+                "matmul_precision": preset.torch.matmul_precision.value,
+                "cudnn_allow_tf32": preset.torch.cudnn_allow_tf32,
+                "cudnn_benchmark": preset.torch.cudnn_benchmark and not preset.torch.deterministic,
+                "deterministic": preset.torch.deterministic,
+            },
+            "seed": {"value": preset.seed, "generators": seeded},
+            "warnings": warnings,
+            "timings": {"bootstrap_s": round(time.perf_counter() - started, 6)},
+            "job": {"status": "running", "metrics": None},
+        }
+
+    def _finish_report(self, status: str, metrics: Any = None, error: Any = None) -> None:
+        if not self.report:
+            return
+        job = {"status": status, "metrics": _numeric_metrics(metrics)}
+        if error is not None:
+            job["error"] = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        self.report["job"] = job
+        self._write_report()
+
+    def _write_report(self) -> None:
+        if self.output_dir is not None:
+            report.write_json_atomic(self.output_dir / report.REPORT_NAME, self.report)
+
+
+_active: Optional[Session] = None
+_warned: set = set()
+
+
+def current() -> Session:
+    """The session of the running job: ``bootstrap.current().device`` is where the model goes."""
+    if _active is None:
+        raise RuntimeError(
+            "No bootstrap session is active. Enable the callback (hydra/callbacks=bootstrap) "
+            "or wrap the code in `with bootstrap.initialize(cfg.env):`."
+        )
+    return _active
+
+
+def _warn_once(message: str) -> None:
+    # One warning per process, not one per job of a long one-process sweep.
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s", message)
+
+
+def initialize(env_cfg: Any, **kwargs: Any) -> Session:
+    """Validate ``env_cfg`` now; apply it on ``with``, restore on exit.
+
+    >>> with bootstrap.initialize(cfg.env, output_dir="out") as session:
+    ...     train()
+    """
+    return Session(env_cfg, **kwargs)

@@ -1,0 +1,54 @@
+"""Shared helpers: run the real train_stub.py in a subprocess and read what it wrote."""
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+STUB = ROOT / "train_stub.py"
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    out_dir: Path
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    @property
+    def report(self) -> Optional[dict]:
+        path = self.out_dir / "bootstrap.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+
+def clean_env(**extra: str) -> dict:
+    """The test process's environment without variables that would change the stub's plan."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "HYDRA_FULL_ERROR", "PYTHONHASHSEED")
+           and not k.startswith(("TORCH_", "PYTORCH_"))}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def run_stub(tmp_path):
+    """Run ``python train_stub.py OVERRIDES`` with its output directory in tmp_path."""
+
+    def run(*overrides: str, env: Optional[dict] = None, script: Path = STUB, timeout: int = 120) -> Run:
+        out_dir = tmp_path / "out"
+        cmd = [sys.executable, str(script), f"hydra.run.dir={out_dir}", *overrides]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path,
+                              env=clean_env() if env is None else env, timeout=timeout)
+        return Run(proc.returncode, proc.stdout, proc.stderr, out_dir)
+
+    return run

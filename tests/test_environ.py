@@ -1,0 +1,108 @@
+"""Precedence, normalisation and restore of environment variables (pure logic + a dict)."""
+
+import pytest
+
+from bootstrap.environ import EnvironSnapshot, apply_vars, normalize, plan_vars
+from bootstrap.errors import ConfigError
+from bootstrap.readers import ProcessState, reader_for
+
+FRESH = ProcessState(cuda_initialized=False, process_group_initialized=False)
+CUDA_UP = ProcessState(cuda_initialized=True, process_group_initialized=False)
+
+
+def decide(requested, environ=None, env_set=None, overrides=(), state=FRESH):
+    return {d.name: d for d in plan_vars(requested, environ or {}, env_set or {}, set(overrides), state)}
+
+
+@pytest.mark.parametrize("value, text", [
+    (4, "4"), (0, "0"), (True, "1"), (False, "0"), (0.5, "0.5"), ("expandable_segments:True", "expandable_segments:True"),
+    ("", ""), ("ünïcödé", "ünïcödé"), (None, None),
+])
+def test_normalize(value, text):
+    assert normalize("NAME", value) == text
+    if text is not None:
+        assert normalize("NAME", text) == text  # stable: normalising twice changes nothing
+
+
+@pytest.mark.parametrize("name, value, fragment", [
+    ("LIST", [1, 2], "env.vars.LIST is a list"),
+    ("DICT", {"a": 1}, "env.vars.DICT is a dict"),
+    ("NUL", "a\0b", "env.vars.NUL contains a NUL byte"),
+    ("BAD=NAME", "1", "env.vars.BAD=NAME"),
+    ("BAD NAME", "1", "env.vars.BAD NAME"),
+    ("1LEADING_DIGIT", "1", "env.vars.1LEADING_DIGIT"),
+    ("", "1", "not a valid environment variable name"),
+])
+def test_bad_values_and_names_are_rejected_naming_the_key(name, value, fragment):
+    with pytest.raises(ConfigError) as err:
+        normalize(name, value)
+    assert fragment in str(err.value)
+
+
+def test_preset_value_is_used_when_nothing_else_sets_the_variable():
+    d = decide({"A": "1"})["A"]
+    assert (d.value, d.source, d.changes_environ) == ("1", "preset", True)
+
+
+def test_shell_beats_preset():
+    d = decide({"A": "1"}, environ={"A": "shell"})["A"]
+    assert (d.value, d.source, d.changes_environ) == ("shell", "shell", False)
+    assert "kept the shell value" in d.note
+
+
+def test_env_set_beats_preset_and_is_reported_as_env_set():
+    # Hydra has already put env_set values into os.environ when the callback runs.
+    d = decide({"A": "1"}, environ={"A": "from_env_set"}, env_set={"A": "from_env_set"})["A"]
+    assert (d.value, d.source, d.changes_environ) == ("from_env_set", "env_set", False)
+
+
+def test_shell_beats_env_set_beats_preset_in_one_plan():
+    plan = decide({"S": "p", "E": "p", "P": "p"}, environ={"S": "shell", "E": "env_set"}, env_set={"E": "env_set"})
+    assert {n: (d.source, d.value) for n, d in plan.items()} == {
+        "S": ("shell", "shell"), "E": ("env_set", "env_set"), "P": ("preset", "p")}
+
+
+def test_command_line_override_wins_and_is_recorded_as_override():
+    d = decide({"A": "cli"}, environ={"A": "shell"}, overrides={"A"})["A"]
+    assert (d.value, d.source, d.changes_environ) == ("cli", "override", True)
+    assert "replaced the existing value 'shell'" in d.note
+
+
+def test_null_drops_a_preset_variable():
+    assert decide({"A": None}) == {}
+
+
+def test_late_variable_is_exported_but_not_effective_and_warns():
+    d = decide({"CUDA_DEVICE_MAX_CONNECTIONS": "1"}, state=CUDA_UP)["CUDA_DEVICE_MAX_CONNECTIONS"]
+    assert d.changes_environ and not d.effective and d.warn
+    assert "when the CUDA context is created" in d.note
+    assert decide({"CUDA_DEVICE_MAX_CONNECTIONS": "1"}, state=FRESH)["CUDA_DEVICE_MAX_CONNECTIONS"].effective
+
+
+def test_thread_variables_are_never_effective_in_process_but_never_warn():
+    d = decide({"OMP_NUM_THREADS": "2"})["OMP_NUM_THREADS"]
+    assert not d.effective and not d.warn and "torch.set_num_threads" in d.note
+
+
+def test_process_group_variables_depend_on_the_process_group():
+    pg_up = ProcessState(cuda_initialized=False, process_group_initialized=True)
+    assert decide({"NCCL_DEBUG": "WARN"}, state=FRESH)["NCCL_DEBUG"].effective
+    assert not decide({"NCCL_DEBUG": "WARN"}, state=pg_up)["NCCL_DEBUG"].effective
+    assert not decide({"TORCH_NCCL_DUMP_ON_TIMEOUT": "1"}, state=pg_up)["TORCH_NCCL_DUMP_ON_TIMEOUT"].effective
+
+
+def test_unknown_variables_are_assumed_effective():
+    assert reader_for("MY_APP_SETTING").read_when == "not in the bootstrap's table"
+    assert decide({"MY_APP_SETTING": "x"})["MY_APP_SETTING"].effective
+
+
+def test_snapshot_restores_exactly_and_leaves_foreign_keys_alone():
+    environ = {"KEEP": "1", "CHANGED": "old", "REMOVED": "x", "HYDRA_OWNED": "env_set"}
+    before = dict(environ)
+    snapshot = EnvironSnapshot(environ, foreign={"HYDRA_OWNED"})
+    apply_vars(plan_vars({"CHANGED": "new", "ADDED": "y"}, environ, {}, {"CHANGED"}, FRESH), environ)
+    environ["TASK_ADDED"] = "z"
+    del environ["REMOVED"]
+    del environ["HYDRA_OWNED"]  # what Hydra does to its env_set keys before on_job_end
+    snapshot.restore()
+    assert environ == {k: v for k, v in before.items() if k != "HYDRA_OWNED"}

@@ -1,0 +1,86 @@
+"""The preset schema, through Hydra's real compose API and through validate()."""
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+
+import bootstrap  # noqa: F401  registers the schema
+from bootstrap.errors import ConfigError
+from bootstrap.session import load_preset
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+PRESETS = ["cpu_debug", "a100", "h100"]
+
+
+def compose_env(*overrides, config_dir=CONF):
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides)).env
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_preset_composes_against_the_schema_and_validates(name):
+    env = compose_env(f"env={name}")
+    assert OmegaConf.get_type(env).__name__ == "EnvConfig"
+    preset = load_preset(env)
+    assert preset.threads.intra_op == "auto"
+
+
+def test_preset_requirements():
+    h100, a100, cpu = (load_preset(compose_env(f"env={n}")) for n in ("h100", "a100", "cpu_debug"))
+    assert (h100.requires.cuda, h100.requires.compute_capability) == (">=11.8", "9.0")
+    assert a100.requires.compute_capability == "8.0"
+    assert cpu.requires.cuda is None and cpu.requires.gpus is None and cpu.device == "cpu"
+    assert (h100.torch.matmul_precision, a100.torch.matmul_precision) == ("high", "high")  # TF32
+
+
+@pytest.mark.parametrize("override, key", [
+    ("env.threds.intra_op=2", "env.threds"),
+    ("env.on_mismatch=maybe", "env.on_mismatch"),
+    ("env.seed=abc", "env.seed"),
+    ("env.requires.gpus=many", "env.requires.gpus"),
+    ("env.threads.intra_op=[1,2]", "env.threads.intra_op"),
+])
+def test_typos_and_wrong_types_fail_at_compose_time_naming_the_key(override, key):
+    with pytest.raises(ConfigCompositionException) as err:
+        compose_env(override)
+    assert key in str(err.value.__cause__) or key in str(err.value)
+
+
+@pytest.mark.parametrize("override, fragment", [
+    ("env.threads.intra_op=abc", "env.threads.intra_op='abc' is not a thread count"),
+    ("env.threads.intra_op=0", "env.threads.intra_op=0 is not a thread count"),
+    ("env.threads.inter_op=-2", "env.threads.inter_op=-2 is not a thread count"),
+    ("env.seed=-1", "env.seed=-1 is out of range"),
+    ("env.requires.torch='>>2'", "env.requires.torch='>>2' is not a version specifier"),
+    ("env.requires.compute_capability=nine", "env.requires.compute_capability='nine' is not a version"),
+])
+def test_values_the_type_system_cannot_express_fail_validation_naming_the_key(override, fragment):
+    env = compose_env(override)
+    with pytest.raises(ConfigError) as err:
+        load_preset(env)
+    assert fragment in str(err.value)
+
+
+def test_a_user_preset_extends_a_shipped_one_and_overrides_any_key(tmp_path):
+    (tmp_path / "env").mkdir()
+    (tmp_path / "env" / "my_cluster.yaml").write_text(
+        "defaults:\n  - h100\n  - _self_\nthreads:\n  intra_op: 8\nvars:\n  NCCL_IB_DISABLE: 1\n")
+    (tmp_path / "config.yaml").write_text("defaults:\n  - env: my_cluster\n  - _self_\n")
+    with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
+        # the shipped presets come from this repository's conf/ on the search path
+        env = compose(config_name="config", overrides=[f"hydra.searchpath=[file://{CONF}]"]).env
+    preset = load_preset(env)
+    assert preset.threads.intra_op == 8
+    assert preset.requires.compute_capability == "9.0"
+    assert preset.vars["NCCL_IB_DISABLE"] == 1 and preset.vars["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == 3
+
+
+def test_plain_dicts_are_validated_too():
+    assert load_preset({"threads": {"intra_op": 3}}).threads.intra_op == 3
+    with pytest.raises(ConfigError, match="env.threds"):
+        load_preset({"threds": {"intra_op": 3}})
+    with pytest.raises(ConfigError, match="env.on_mismatch"):
+        load_preset({"on_mismatch": "maybe"})

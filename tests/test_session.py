@@ -1,0 +1,113 @@
+"""The plain-Python API, in this process, with real torch: apply, read back, restore."""
+
+import json
+import os
+
+import pytest
+import torch
+
+import bootstrap
+from bootstrap.errors import ConfigError, MismatchError
+
+
+@pytest.fixture
+def clean_environ(monkeypatch):
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED", "MY_SETTING", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def torch_settings():
+    return (torch.get_num_threads(), torch.get_float32_matmul_precision(), torch.backends.cudnn.benchmark,
+            torch.backends.cudnn.allow_tf32, torch.backends.cudnn.deterministic,
+            torch.are_deterministic_algorithms_enabled())
+
+
+PRESET = {
+    "threads": {"intra_op": 1},
+    "vars": {"MY_SETTING": "on", "HF_TOKEN": "hf_do_not_leak"},
+    "torch": {"matmul_precision": "high", "cudnn_benchmark": True, "cudnn_allow_tf32": False},
+    "seed": 1234,
+}
+
+
+def test_applies_reads_back_and_restores_after_success(clean_environ, tmp_path):
+    env_before, torch_before = dict(os.environ), torch_settings()
+    with bootstrap.initialize(PRESET, name="mine", output_dir=tmp_path) as session:
+        assert torch.get_num_threads() == 1
+        assert torch.get_float32_matmul_precision() == "high" and torch.backends.cudnn.benchmark
+        assert os.environ["MY_SETTING"] == "on" and os.environ["OMP_NUM_THREADS"] == "1"
+        assert os.environ["PYTHONHASHSEED"] == "1234"
+        assert bootstrap.current() is session
+        first = torch.rand(3)
+    assert dict(os.environ) == env_before
+    assert torch_settings() == torch_before
+    torch.manual_seed(1234)
+    assert torch.equal(first, torch.rand(3))  # seeded from env.seed
+    report = json.loads((tmp_path / "bootstrap.json").read_text())
+    assert report["threads"]["intra_op"] == 1 and report["job"]["status"] == "completed"
+    with pytest.raises(RuntimeError, match="No bootstrap session is active"):
+        bootstrap.current()
+
+
+def test_restores_after_an_exception_and_records_failure(clean_environ, tmp_path):
+    env_before, torch_before = dict(os.environ), torch_settings()
+    with pytest.raises(ZeroDivisionError):
+        with bootstrap.initialize(PRESET, output_dir=tmp_path):
+            os.environ["SET_BY_TASK"] = "1"
+            1 / 0
+    assert dict(os.environ) == env_before
+    assert torch_settings() == torch_before
+    job = json.loads((tmp_path / "bootstrap.json").read_text())["job"]
+    assert job["status"] == "failed" and "ZeroDivisionError" in job["error"]
+
+
+def test_secret_values_are_masked_in_the_report_but_set_in_the_environment(clean_environ, tmp_path):
+    with bootstrap.initialize(PRESET, output_dir=tmp_path):
+        assert os.environ["HF_TOKEN"] == "hf_do_not_leak"
+    text = (tmp_path / "bootstrap.json").read_text()
+    assert "hf_do_not_leak" not in text
+    assert json.loads(text)["vars"]["HF_TOKEN"]["value"] == "***"
+
+
+def test_a_failed_check_raises_and_changes_nothing(clean_environ, tmp_path):
+    env_before, torch_before = dict(os.environ), torch_settings()
+    session = bootstrap.initialize({**PRESET, "requires": {"torch": "<1.0"}}, name="old", output_dir=tmp_path)
+    with pytest.raises(MismatchError, match=r"env=old needs torch <1.0, but found"):
+        session.apply()
+    assert dict(os.environ) == env_before and torch_settings() == torch_before
+    assert json.loads((tmp_path / "bootstrap.json").read_text())["job"]["status"] == "check_failed"
+
+
+def test_warn_keeps_going_and_records_the_failed_check(clean_environ):
+    with bootstrap.initialize({"requires": {"torch": "<1.0"}, "on_mismatch": "warn"}) as session:
+        assert [c["ok"] for c in session.report["checks"]] == [False]
+        assert any("needs torch <1.0" in w for w in session.report["warnings"])
+
+
+def test_bad_config_is_rejected_before_anything_is_applied(clean_environ):
+    env_before = dict(os.environ)
+    with pytest.raises(ConfigError, match="env.vars.MY_SETTING is a list"):
+        bootstrap.initialize({"vars": {"MY_SETTING": [1, 2]}}).apply()
+    with pytest.raises(ConfigError, match="train_env.threads.intra_op"):
+        bootstrap.initialize({"threads": {"intra_op": "abc"}}, key="train_env")
+    assert dict(os.environ) == env_before
+
+
+def test_auto_threads_honour_a_user_omp_num_threads(clean_environ, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    with bootstrap.initialize({"threads": {"intra_op": "auto"}}) as session:
+        assert torch.get_num_threads() == 1
+        assert session.report["vars"]["OMP_NUM_THREADS"]["source"] == "shell"
+
+
+def test_auto_threads_use_the_cpus_this_process_may_run_on(clean_environ):
+    with bootstrap.initialize({"threads": {"intra_op": "auto"}}) as session:
+        assert session.report["threads"]["intra_op"] == len(os.sched_getaffinity(0))
+
+
+def test_deterministic_mode_and_its_restore(clean_environ):
+    with bootstrap.initialize({"torch": {"deterministic": True}}):
+        assert torch.are_deterministic_algorithms_enabled() and torch.backends.cudnn.deterministic
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    assert not torch.are_deterministic_algorithms_enabled()
+    assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
