@@ -16,6 +16,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from bootstrap.errors import BootstrapError
+from bootstrap.report import masked_override
 from bootstrap.session import Session
 
 
@@ -75,7 +76,7 @@ class BootstrapCallback(Callback):
             )
             session.apply()
         except BootstrapError as error:
-            _stop_job(error, task_overrides if multirun else None)
+            _stop_job(error, [masked_override(o) for o in task_overrides] if multirun else None)
         self._session = session
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:

@@ -22,6 +22,12 @@ def masked(name: str, value: str) -> str:
     return MASK if is_secret(name) else value
 
 
+def masked_override(override: str) -> str:
+    """``+env.vars.HF_TOKEN=hf_x`` -> ``+env.vars.HF_TOKEN=***``: command lines carry secrets too."""
+    key, sep, _ = override.partition("=")
+    return f"{key}={MASK}" if sep and is_secret(key.rsplit(".", 1)[-1]) else override
+
+
 def write_json_atomic(path: Path, data: Dict[str, Any]) -> None:
     """Write to a temporary file beside ``path``, then rename: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)

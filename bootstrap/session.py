@@ -77,7 +77,7 @@ class Session:
         self.env_set = dict(env_set or {})
         self.overrides = frozenset(overrides)
         self.output_dir = Path(output_dir) if output_dir is not None else None
-        self.job_overrides = list(job_overrides)
+        self.job_overrides = [report.masked_override(o) for o in job_overrides]
         self.ranks_on_node = ranks_on_node
         self.report: Dict[str, Any] = {}
         self.device = self.preset.device.value  # resolved by apply(): cpu when CUDA is asked for but absent

@@ -106,3 +106,14 @@ def test_snapshot_restores_exactly_and_leaves_foreign_keys_alone():
     del environ["HYDRA_OWNED"]  # what Hydra does to its env_set keys before on_job_end
     snapshot.restore()
     assert environ == {k: v for k, v in before.items() if k != "HYDRA_OWNED"}
+
+
+def test_secret_names_and_overrides_are_masked():
+    from bootstrap.report import is_secret, masked_override
+
+    for name in ("HF_TOKEN", "WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "GCP_CREDENTIALS", "hf_token"):
+        assert is_secret(name), name
+    for name in ("OMP_NUM_THREADS", "PYTORCH_CUDA_ALLOC_CONF", "TORCH_NCCL_DUMP_ON_TIMEOUT"):
+        assert not is_secret(name), name
+    assert masked_override("+env.vars.HF_TOKEN=hf_x") == "+env.vars.HF_TOKEN=***"
+    assert masked_override("env.threads.intra_op=2") == "env.threads.intra_op=2"

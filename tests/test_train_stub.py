@@ -1,0 +1,131 @@
+"""End to end: the real train_stub.py, the real Hydra callback, in a subprocess."""
+
+import os
+
+import pytest
+
+from conftest import clean_env
+
+TRACEBACK = "Traceback (most recent call last)"
+TRAINING_LOG = "step 0  loss"
+
+
+def test_default_run_trains_and_writes_the_report(run_stub):
+    run = run_stub()
+    assert run.returncode == 0, run.output
+    report = run.report
+    assert report["preset"] == "cpu_debug"
+    cpus = len(os.sched_getaffinity(0))
+    assert report["threads"]["intra_op"] == cpus and report["threads"]["inter_op"] == cpus
+    assert all(check["ok"] for check in report["checks"]) and report["checks"]
+    job = report["job"]
+    assert job["status"] == "completed"
+    assert job["metrics"]["steps"] == 300
+    assert job["metrics"]["samples_per_s"] > 0 and job["metrics"]["final_loss"] < 2.0
+    assert 0 < report["timings"]["bootstrap_s"] < 5
+    assert "bootstrap" in (run.out_dir / "train_stub.log").read_text()
+
+
+def test_h100_on_this_cpu_machine_stops_before_the_task(run_stub):
+    run = run_stub("env=h100")
+    assert run.returncode != 0
+    assert "env=h100 needs CUDA >=11.8, but this torch" in run.stderr and "was built without CUDA" in run.stderr
+    assert "run with env=cpu_debug, or with env.on_mismatch=warn to continue anyway" in run.stderr
+    assert TRACEBACK not in run.output
+    assert TRAINING_LOG not in run.output  # the task did not run
+    assert run.report["job"] == {"status": "check_failed", "metrics": None, "error": run.report["job"]["error"]}
+
+
+def test_full_error_shows_the_traceback(run_stub):
+    run = run_stub("env=h100", env=clean_env(HYDRA_FULL_ERROR="1"))
+    assert run.returncode != 0 and TRACEBACK in run.stderr and "MismatchError" in run.stderr
+
+
+def test_h100_with_warn_runs_the_task(run_stub):
+    run = run_stub("env=h100", "env.on_mismatch=warn", "train.steps=3")
+    assert run.returncode == 0, run.output
+    assert "needs CUDA >=11.8" in run.output  # still warned
+    assert run.report["job"]["status"] == "completed" and run.report["device"] == "cpu"
+    assert [c["name"] for c in run.report["checks"] if not c["ok"]] == ["device", "cuda", "compute_capability", "gpus"]
+
+
+def test_one_intra_op_thread_inside_the_task(run_stub):
+    run = run_stub("env.threads.intra_op=1", "train.steps=3")
+    assert run.returncode == 0, run.output
+    assert run.report["job"]["metrics"]["num_threads"] == 1  # read by the task itself
+    assert run.report["threads"]["intra_op"] == 1
+    assert run.report["vars"]["OMP_NUM_THREADS"]["value"] == "1"
+
+
+def test_shell_variable_beats_the_preset(run_stub):
+    run = run_stub("train.steps=0", env=clean_env(TORCH_DISTRIBUTED_DEBUG="INFO"))
+    assert run.returncode == 0, run.output
+    assert run.report["vars"]["TORCH_DISTRIBUTED_DEBUG"]["source"] == "shell"
+    assert run.report["vars"]["TORCH_DISTRIBUTED_DEBUG"]["value"] == "INFO"
+
+
+def test_env_set_beats_the_preset(run_stub):
+    run = run_stub("train.steps=0", "+hydra.job.env_set.TORCH_DISTRIBUTED_DEBUG=OFF")
+    assert run.returncode == 0, run.output
+    assert run.report["vars"]["TORCH_DISTRIBUTED_DEBUG"] | {"note": ""} == {
+        "value": "OFF", "source": "env_set", "effective": True, "note": ""}
+
+
+def test_command_line_values_are_recorded_as_overrides(run_stub):
+    run = run_stub("train.steps=0", "env.vars.TORCH_DISTRIBUTED_DEBUG=INFO", "+env.vars.MY_FLAG=true",
+                   env=clean_env(TORCH_DISTRIBUTED_DEBUG="OFF"))
+    assert run.returncode == 0, run.output
+    vars_ = run.report["vars"]
+    assert (vars_["TORCH_DISTRIBUTED_DEBUG"]["source"], vars_["TORCH_DISTRIBUTED_DEBUG"]["value"]) == ("override", "INFO")
+    assert (vars_["MY_FLAG"]["source"], vars_["MY_FLAG"]["value"]) == ("override", "1")
+
+
+def test_secret_values_never_reach_the_report_or_the_log(run_stub):
+    run = run_stub("train.steps=0", "+env.vars.HF_TOKEN=hf_planted_secret", "+env.vars.MY_API_KEY=planted_key")
+    assert run.returncode == 0, run.output
+    assert run.report["vars"]["HF_TOKEN"]["value"] == "***"
+    for path in run.out_dir.rglob("*"):
+        if path.is_file() and path.parent.name != ".hydra":  # .hydra/ holds the command line itself
+            text = path.read_text()
+            assert "hf_planted_secret" not in text and "planted_key" not in text, path
+    assert "hf_planted_secret" not in run.output
+
+
+def test_steps_zero_runs_the_bootstrap_only(run_stub):
+    run = run_stub("train.steps=0")
+    assert run.returncode == 0, run.output
+    assert TRAINING_LOG not in run.output
+    assert run.report["job"] == {"status": "completed", "metrics": {"steps": 0}}
+
+
+BAD_PRESET_FILES = {
+    "bad_name_equals": ('vars:\n  "BAD=NAME": 1\n', "env.vars.BAD=NAME"),
+    "bad_name_space": ('vars:\n  "BAD NAME": 1\n', "env.vars.BAD NAME"),
+    "nul_byte": ('vars:\n  HAS_NUL: "a\\0b"\n', "env.vars.HAS_NUL contains a NUL byte"),
+}
+
+
+@pytest.mark.parametrize("overrides, fragment", [
+    (["env=nope"], "env/nope"),
+    (["env.threds.intra_op=2"], "env.threds"),
+    (["env.threads.intra_op=abc"], "env.threads.intra_op"),
+    (["env.threads.intra_op=0"], "env.threads.intra_op"),
+    (["env.threads.inter_op=-1"], "env.threads.inter_op"),
+    (["env.seed=-1"], "env.seed"),
+    (["env.seed=abc"], "env.seed"),
+    (["env.on_mismatch=maybe"], "env.on_mismatch"),
+    (["env.requires.torch='>>2'"], "env.requires.torch"),
+    (["+env.vars.LISTED=[1,2]"], "env.vars.LISTED"),
+    (["+env.vars.NESTED={a:1}"], "env.vars.NESTED"),
+] + [([f"env={name}"], fragment) for name, (_, fragment) in BAD_PRESET_FILES.items()],
+    ids=lambda p: p if isinstance(p, str) else " ".join(p))
+def test_bad_input_exits_non_zero_naming_the_key_without_traceback(run_stub, tmp_path, overrides, fragment):
+    user_conf = tmp_path / "user_conf"
+    (user_conf / "env").mkdir(parents=True)
+    for name, (body, _) in BAD_PRESET_FILES.items():
+        (user_conf / "env" / f"{name}.yaml").write_text("defaults:\n  - cpu_debug\n  - _self_\n" + body)
+    run = run_stub(f"hydra.searchpath=[file://{user_conf}]", "train.steps=0", *overrides)
+    assert run.returncode != 0
+    assert fragment in run.stderr, run.stderr
+    assert TRACEBACK not in run.output
+    assert TRAINING_LOG not in run.output
