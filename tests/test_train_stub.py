@@ -129,3 +129,43 @@ def test_bad_input_exits_non_zero_naming_the_key_without_traceback(run_stub, tmp
     assert fragment in run.stderr, run.stderr
     assert TRACEBACK not in run.output
     assert TRAINING_LOG not in run.output
+
+
+def run_multirun(tmp_path, *overrides):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import STUB
+
+    sweep_dir = tmp_path / "sweep"
+    proc = subprocess.run([sys.executable, str(STUB), "-m", f"hydra.sweep.dir={sweep_dir}", *overrides],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env(), timeout=120)
+    reports = {p.parent.name: json.loads(p.read_text()) for p in sweep_dir.glob("*/bootstrap.json")}
+    return proc, reports
+
+
+def test_each_job_of_a_multirun_reads_its_own_preset(tmp_path):
+    proc, reports = run_multirun(tmp_path, "env=cpu_debug,h100", "env.on_mismatch=warn", "train.steps=0")
+    assert proc.returncode == 0, proc.stderr
+    assert {r["preset"] for r in reports.values()} == {"cpu_debug", "h100"}
+    by_preset = {r["preset"]: r for r in reports.values()}
+    assert "TORCH_NCCL_ASYNC_ERROR_HANDLING" in by_preset["h100"]["vars"]
+    assert "TORCH_NCCL_ASYNC_ERROR_HANDLING" not in by_preset["cpu_debug"]["vars"]
+
+
+def test_a_failed_check_in_a_multirun_names_the_job_overrides(tmp_path):
+    proc, reports = run_multirun(tmp_path, "env=h100,cpu_debug", "train.steps=0")
+    assert proc.returncode != 0
+    assert "(in the multirun job with overrides: env=h100 train.steps=0)" in proc.stderr
+    assert TRACEBACK not in proc.stderr
+    assert [r["job"]["status"] for r in reports.values()] == ["check_failed"]  # the sweep stopped there
+
+
+def test_the_callback_pickles_for_joblib_and_submitit():
+    import pickle
+
+    from bootstrap import BootstrapCallback
+
+    clone = pickle.loads(pickle.dumps(BootstrapCallback(config_key="bootstrap_env")))
+    assert clone.config_key == "bootstrap_env"
