@@ -1,23 +1,32 @@
-"""``BootstrapCallback``: a thin adapter from Hydra's job hooks to :class:`Session`.
+"""``BootstrapCallback``: a thin adapter from Hydra's hooks to :class:`Session`.
 
-Enable it with ``hydra/callbacks=bootstrap``. It keeps no state between jobs except
-the open session of the running job, so joblib and submitit can pickle it.
+Enable it with ``hydra/callbacks=bootstrap``. Between hooks it keeps only the open
+session of the running job, so joblib and submitit can pickle it.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Any, Optional
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from bootstrap import summary
+from bootstrap.environ import EnvironSnapshot
 from bootstrap.errors import BootstrapError
 from bootstrap.report import masked_override
 from bootstrap.session import Session
+
+# Where the callback looks for the preset when config_key is not set. bootstrap_env
+# (the same presets under a second group name) comes first: an app that uses it has
+# an "env" group of its own that is not ours.
+DEFAULT_KEYS = ("bootstrap_env", "env")
 
 
 def explicit_var_names(task_overrides, key: str = "env") -> set:
@@ -48,31 +57,43 @@ def _stop_job(error: BootstrapError, job_overrides: Optional[list]) -> None:
     raise SystemExit(message) from error
 
 
+def write_sweep_summary(sweep_dir: str) -> None:
+    markdown = summary.write(Path(sweep_dir))
+    print(f"Sweep summary ({Path(sweep_dir) / summary.MD_NAME}):\n{markdown}", flush=True)
+
+
 class BootstrapCallback(Callback):
-    def __init__(self, config_key: str = "env") -> None:
-        self.config_key = config_key  # where the preset sits in the job config
+    def __init__(self, config_key: Optional[str] = None) -> None:
+        self.config_key = config_key  # where the preset sits in the job config; None: bootstrap_env, else env
         self._session: Optional[Session] = None
+        self._launcher_environ: Optional[EnvironSnapshot] = None
+
+    def _find_preset(self, config: DictConfig):
+        keys = (self.config_key,) if self.config_key else DEFAULT_KEYS
+        for key in keys:
+            node = OmegaConf.select(config, key)
+            if node is not None:
+                return key, node
+        raise BootstrapError(
+            f"hydra/callbacks=bootstrap is enabled but the config has no {' or '.join(repr(k) for k in keys)} node. "
+            f"Choose a preset: add '- {keys[-1]}: cpu_debug' to the defaults list, or pass +{keys[-1]}=cpu_debug."
+        )
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         hydra_cfg = config.hydra
         task_overrides = list(hydra_cfg.overrides.task)
         multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"
         try:
-            env_cfg = OmegaConf.select(config, self.config_key)
-            if env_cfg is None:
-                raise BootstrapError(
-                    f"hydra/callbacks=bootstrap is enabled but the config has no '{self.config_key}' node. "
-                    f"Choose a preset: add '- {self.config_key}: cpu_debug' to the defaults list, "
-                    f"or pass +{self.config_key}=cpu_debug."
-                )
+            key, env_cfg = self._find_preset(config)
             session = Session(
                 env_cfg,
-                name=hydra_cfg.runtime.choices.get(self.config_key),
-                key=self.config_key,
+                name=hydra_cfg.runtime.choices.get(key),
+                key=key,
                 env_set=hydra_cfg.job.env_set,
-                overrides=explicit_var_names(task_overrides, self.config_key),
+                overrides=explicit_var_names(task_overrides, key),
                 output_dir=hydra_cfg.runtime.output_dir,
                 job_overrides=task_overrides,
+                job_num=hydra_cfg.job.get("num"),
             )
             session.apply()
         except BootstrapError as error:
@@ -88,3 +109,18 @@ class BootstrapCallback(Callback):
         else:
             # JobReturn.return_value re-raises the task's exception; _return_value holds it.
             session.close("failed", error=getattr(job_return, "_return_value", None))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # Jobs restore what they change, but a launcher may change the launching
+        # process too (joblib's loky sets KMP_INIT_AT_FORK): undo that at the end.
+        self._launcher_environ = EnvironSnapshot(os.environ)
+        # Hydra skips on_multirun_end when a job failed or a check stopped the sweep,
+        # and those are the sweeps whose summary matters most. atexit covers them.
+        atexit.register(write_sweep_summary, str(config.hydra.sweep.dir))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        atexit.unregister(write_sweep_summary)
+        write_sweep_summary(str(config.hydra.sweep.dir))
+        if self._launcher_environ is not None:
+            self._launcher_environ.restore()
+            self._launcher_environ = None

@@ -28,18 +28,21 @@ def masked_override(override: str) -> str:
     return f"{key}={MASK}" if sep and is_secret(key.rsplit(".", 1)[-1]) else override
 
 
-def write_json_atomic(path: Path, data: Dict[str, Any]) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
     """Write to a temporary file beside ``path``, then rename: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2, sort_keys=False)
-            f.write("\n")
+            f.write(text)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_json_atomic(path: Path, data: Dict[str, Any]) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
 def format_table(report: Dict[str, Any]) -> str:

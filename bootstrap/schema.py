@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -127,8 +128,19 @@ def validate(preset: EnvConfig, key: str = "env") -> EnvConfig:
     return preset
 
 
-def register() -> None:
-    """Store the schema where presets find it: ``defaults: [/bootstrap/schema/env@_here_]``."""
-    from hydra.core.config_store import ConfigStore
+PRESET_DIR = Path(__file__).resolve().parent / "conf" / "env"  # the top-level conf/env, also in the wheel
+ALIAS_GROUP = "bootstrap_env"
 
-    ConfigStore.instance().store(group="bootstrap/schema", name="env", node=EnvConfig)
+
+def register() -> None:
+    """Store the schema where presets find it (``defaults: [/bootstrap/schema/env@_here_]``),
+    and the shipped presets a second time as the group ``bootstrap_env``, for apps that
+    already have a config group named ``env``. The YAML files stay the single source.
+    """
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    store = ConfigStore.instance()
+    store.store(group="bootstrap/schema", name="env", node=EnvConfig)
+    for path in sorted(PRESET_DIR.glob("*.yaml")):
+        store.store(group=ALIAS_GROUP, name=path.stem, node=OmegaConf.load(path), provider="hydra-train-bootstrap")

@@ -69,6 +69,7 @@ class Session:
         overrides: Collection[str] = (),
         output_dir: Optional[os.PathLike] = None,
         job_overrides: Sequence[str] = (),
+        job_num: Optional[int] = None,
         ranks_on_node: int = 1,
     ):
         self.key = key
@@ -78,6 +79,7 @@ class Session:
         self.overrides = frozenset(overrides)
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.job_overrides = [report.masked_override(o) for o in job_overrides]
+        self.job_num = job_num
         self.ranks_on_node = ranks_on_node
         self.report: Dict[str, Any] = {}
         self.device = self.preset.device.value  # resolved by apply(): cpu when CUDA is asked for but absent
@@ -215,13 +217,13 @@ class Session:
             "seed": {"value": preset.seed, "generators": seeded},
             "warnings": warnings,
             "timings": {"bootstrap_s": round(time.perf_counter() - started, 6)},
-            "job": {"status": "running", "metrics": None},
+            "job": {"num": self.job_num, "status": "running", "metrics": None},
         }
 
     def _finish_report(self, status: str, metrics: Any = None, error: Any = None) -> None:
         if not self.report:
             return
-        job = {"status": status, "metrics": _numeric_metrics(metrics)}
+        job = {"num": self.job_num, "status": status, "metrics": _numeric_metrics(metrics)}
         if error is not None:
             job["error"] = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         self.report["job"] = job
