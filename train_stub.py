@@ -1,11 +1,13 @@
 """A small, real training job: an MLP learns a fixed random "teacher" network.
 
 The bootstrap has already run when ``main`` starts (the Hydra callback applied
-the ``env`` preset); this file is only the training loop, top to bottom.
+the ``env`` preset, and under torchrun made the process group); this file is only
+the training loop, top to bottom.
 
     python train_stub.py                       # cpu_debug preset
     python train_stub.py env=h100              # checks the machine first
     python train_stub.py -m env.threads.intra_op=1,2
+    torchrun --standalone --nproc_per_node=2 train_stub.py
 """
 
 import logging
@@ -13,6 +15,7 @@ import time
 
 import hydra
 import torch
+import torch.distributed as dist
 from omegaconf import DictConfig
 
 import bootstrap  # also registers the preset schema with Hydra's ConfigStore
@@ -21,6 +24,7 @@ log = logging.getLogger(__name__)
 
 IN_FEATURES = 256
 CLASSES = 16
+EVAL_BATCH = 1024
 WARMUP_STEPS = 5  # excluded from samples/s: first steps pay for allocation and kernel selection
 
 
@@ -41,24 +45,31 @@ def main(cfg: DictConfig) -> dict:
         log.info("train.steps=0: bootstrap only, no training")
         return {"steps": 0}
 
-    device = torch.device(bootstrap.current().device)
-    # Data comes from the seeded generator: the same seed gives the same run.
-    generator = torch.Generator().manual_seed(cfg.env.seed)
+    session = bootstrap.current()
+    device = torch.device(session.device)
+    # Global RNGs are seeded alike on every rank, so teacher and model start identical.
     teacher = make_model(IN_FEATURES, 64, CLASSES).to(device)
     model = make_model(IN_FEATURES, train.hidden, CLASSES).to(device)
+    if session.world_size > 1:
+        model = torch.nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=train.lr)
+    # Each rank draws its own training batches; all ranks evaluate on one shared batch.
+    data = torch.Generator().manual_seed(session.data_seed)
+    x_eval = torch.randn(EVAL_BATCH, IN_FEATURES, generator=torch.Generator().manual_seed(cfg.env.seed)).to(device)
 
-    loss = torch.tensor(float("nan"))
+    def batch(n, generator):
+        x = torch.randn(n, IN_FEATURES, generator=generator).to(device)
+        with torch.no_grad():
+            return x, teacher(x).argmax(dim=1)
+
     started = None
     for step in range(train.steps):
         if step == min(WARMUP_STEPS, train.steps - 1):
             started = time.perf_counter()
-        x = torch.randn(train.batch_size, IN_FEATURES, generator=generator).to(device)
-        with torch.no_grad():
-            y = teacher(x).argmax(dim=1)
+        x, y = batch(train.batch_size, data)
         loss = torch.nn.functional.cross_entropy(model(x), y)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # under DDP this all-reduces the gradients
         optimizer.step()
         if step % train.log_every == 0 or step == train.steps - 1:
             log.info("step %d  loss %.4f", step, loss.item())
@@ -66,10 +77,15 @@ def main(cfg: DictConfig) -> dict:
     if device.type == "cuda":
         torch.cuda.synchronize()
     timed_steps = train.steps - min(WARMUP_STEPS, train.steps - 1)
-    samples_per_s = timed_steps * train.batch_size / (time.perf_counter() - started)
-    log.info("trained %d steps: %.0f samples/s, final loss %.4f, %d threads",
-             train.steps, samples_per_s, loss.item(), torch.get_num_threads())
-    return {"samples_per_s": samples_per_s, "final_loss": loss.item(), "steps": train.steps,
+    samples_per_s = torch.tensor(timed_steps * train.batch_size / (time.perf_counter() - started))
+    if session.world_size > 1:
+        dist.all_reduce(samples_per_s)  # aggregate throughput of all ranks
+    with torch.no_grad():
+        final_loss = torch.nn.functional.cross_entropy(model(x_eval), teacher(x_eval).argmax(dim=1)).item()
+    if session.rank == 0:
+        log.info("trained %d steps on %d rank(s): %.0f samples/s, eval loss %.4f, %d threads",
+                 train.steps, session.world_size, samples_per_s.item(), final_loss, torch.get_num_threads())
+    return {"samples_per_s": samples_per_s.item(), "final_loss": final_loss, "steps": train.steps,
             "num_threads": torch.get_num_threads()}
 
 

@@ -7,6 +7,7 @@ session of the running job, so joblib and submitit can pickle it.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import sys
 import traceback
@@ -15,7 +16,7 @@ from typing import Any, Optional
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, read_write
 
 from bootstrap import summary
 from bootstrap.environ import EnvironSnapshot
@@ -57,6 +58,24 @@ def _stop_job(error: BootstrapError, job_overrides: Optional[list]) -> None:
     raise SystemExit(message) from error
 
 
+def _log_to_own_file(rank: int) -> None:
+    """Point this rank's log file handlers at ``<name>.rank<N>.log``; rank 0 keeps ``<name>.log``.
+
+    Every rank of a job configures Hydra's job logging with the same file name, so
+    without this their lines would interleave in one file.
+    """
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, logging.FileHandler):
+            path = Path(handler.baseFilename)
+            own = logging.FileHandler(path.with_name(f"{path.stem}.rank{rank}{path.suffix}"), mode=handler.mode)
+            own.setFormatter(handler.formatter)
+            own.setLevel(handler.level)
+            root.removeHandler(handler)
+            handler.close()
+            root.addHandler(own)
+
+
 def write_sweep_summary(sweep_dir: str) -> None:
     markdown = summary.write(Path(sweep_dir))
     print(f"Sweep summary ({Path(sweep_dir) / summary.MD_NAME}):\n{markdown}", flush=True)
@@ -79,6 +98,16 @@ class BootstrapCallback(Callback):
             f"Choose a preset: add '- {keys[-1]}: cpu_debug' to the defaults list, or pass +{keys[-1]}=cpu_debug."
         )
 
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Under torchrun, before Hydra makes the output directory: all ranks share rank 0's."""
+        if os.environ.get("RANK") is None or int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+            return
+        from bootstrap.distributed import agree_on_run_dir
+
+        run_dir = agree_on_run_dir(str(Path(config.hydra.run.dir).absolute()))
+        with read_write(config.hydra):
+            config.hydra.run.dir = run_dir
+
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         hydra_cfg = config.hydra
         task_overrides = list(hydra_cfg.overrides.task)
@@ -95,6 +124,8 @@ class BootstrapCallback(Callback):
                 job_overrides=task_overrides,
                 job_num=hydra_cfg.job.get("num"),
             )
+            if session.detect_launch().rank > 0:
+                _log_to_own_file(session.rank)
             session.apply()
         except BootstrapError as error:
             _stop_job(error, [masked_override(o) for o in task_overrides] if multirun else None)
@@ -116,11 +147,13 @@ class BootstrapCallback(Callback):
         self._launcher_environ = EnvironSnapshot(os.environ)
         # Hydra skips on_multirun_end when a job failed or a check stopped the sweep,
         # and those are the sweeps whose summary matters most. atexit covers them.
-        atexit.register(write_sweep_summary, str(config.hydra.sweep.dir))
+        if os.environ.get("RANK", "0") == "0":
+            atexit.register(write_sweep_summary, str(config.hydra.sweep.dir))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         atexit.unregister(write_sweep_summary)
-        write_sweep_summary(str(config.hydra.sweep.dir))
+        if os.environ.get("RANK", "0") == "0":  # a multirun under torchrun: rank 0 alone writes the summary
+            write_sweep_summary(str(config.hydra.sweep.dir))
         if self._launcher_environ is not None:
             self._launcher_environ.restore()
             self._launcher_environ = None

@@ -14,6 +14,11 @@ _SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
 REPORT_NAME = "bootstrap.json"
 
 
+def report_name(rank: int, world_size: int) -> str:
+    """``bootstrap.json`` for a single process; ``bootstrap.rank<N>.json`` for each rank of a group."""
+    return REPORT_NAME if world_size == 1 else f"bootstrap.rank{rank}.json"
+
+
 def is_secret(name: str) -> bool:
     return bool(_SECRET.search(name))
 

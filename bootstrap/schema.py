@@ -73,9 +73,26 @@ class TorchSettings:
     deterministic: bool = False  # use_deterministic_algorithms + cudnn.deterministic + CUBLAS_WORKSPACE_CONFIG
 
 
+class DistributedInit(str, enum.Enum):
+    auto = "auto"  # create a process group when the world has more than one rank
+    always = "always"  # also for a single process (a 1-rank group)
+    never = "never"  # leave torch.distributed alone
+
+
+class SeedOffset(str, enum.Enum):
+    none = "none"  # every rank's data stream starts from env.seed
+    rank = "rank"  # rank r's data stream starts from env.seed + r
+
+
 @dataclass
 class Distributed:
-    backend: Backend = Backend.gloo  # torch.distributed backend; used by multi-process start-up
+    backend: Backend = Backend.gloo  # torch.distributed backend
+    init: DistributedInit = DistributedInit.auto  # when to create the process group
+    timeout_s: int = 600  # collective and start-up timeout, passed to init_process_group
+    # Named parallel dimensions for init_device_mesh; one -1 is inferred from the world size.
+    mesh: Dict[str, int] = field(default_factory=lambda: {"dp": -1})
+    master_addr: Optional[str] = None  # rendezvous host for SLURM/submitit; null: the job's first node
+    master_port: Optional[int] = None  # rendezvous port for SLURM/submitit; null: derived from the job id
 
 
 @dataclass
@@ -88,6 +105,7 @@ class EnvConfig:
     device: Device = Device.cpu  # where the task should put its model
     distributed: Distributed = field(default_factory=Distributed)
     seed: int = 0  # seeds random, numpy (if installed) and torch; exported as PYTHONHASHSEED
+    seed_offset: SeedOffset = SeedOffset.rank  # how each rank's data seed differs (see bootstrap.seeding)
 
 
 def validate(preset: EnvConfig, key: str = "env") -> EnvConfig:
@@ -103,6 +121,11 @@ def validate(preset: EnvConfig, key: str = "env") -> EnvConfig:
         raise ConfigError(
             f"{key}.seed={preset.seed} is out of range. Use an integer in [0, 2**32), e.g. {key}.seed=0."
         )
+    dist = preset.distributed
+    if dist.timeout_s <= 0:
+        raise ConfigError(f"{key}.distributed.timeout_s={dist.timeout_s} must be positive, e.g. 600.")
+    if dist.master_port is not None and not 0 < dist.master_port < 65536:
+        raise ConfigError(f"{key}.distributed.master_port={dist.master_port} is not a TCP port (1-65535).")
     req = preset.requires
     for name in ("python", "torch", "cuda", "nccl"):
         spec = getattr(req, name)

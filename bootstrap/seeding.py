@@ -1,9 +1,35 @@
-"""Seeding every RNG the task may use from ``env.seed``."""
+"""Seeding every RNG from ``env.seed``: the policy, next to the code.
+
+Megatron-LM seeds with ``seed + 100 * pp_rank``: all ranks of one pipeline stage,
+data-parallel replicas included, share a seed, so replicas initialise the same
+weights (tensor-parallel ranks are then forked by its model-parallel RNG tracker).
+
+Ours, for the rank at mesh coordinate ``pp_rank`` on a dimension named ``pp``
+(0 when the mesh has none):
+
+* ``random``, numpy (if installed), torch and every CUDA device: ``seed + 100 * pp_rank``.
+  Data-parallel replicas get the same seed for model initialisation, as in Megatron.
+* the data seed, ``bootstrap.current().data_seed``, for the task's data generator:
+  ``seed + rank`` with ``seed_offset: rank`` (the default), so each rank draws its own
+  data stream; ``seed`` with ``seed_offset: none``.
+* ``PYTHONHASHSEED=seed`` is exported for child processes; this interpreter's hash
+  seed was fixed when it started.
+"""
 
 from __future__ import annotations
 
 import random
 import sys
+
+PIPELINE_STRIDE = 100  # Megatron's offset between pipeline stages
+
+
+def global_seed(seed: int, pp_rank: int = 0) -> int:
+    return seed + PIPELINE_STRIDE * pp_rank
+
+
+def data_seed(seed: int, rank: int, per_rank: bool) -> int:
+    return seed + rank if per_rank else seed
 
 
 def seed_everything(seed: int) -> list[str]:

@@ -11,12 +11,12 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Collection, Dict, Mapping, Optional, Sequence
+from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
-from bootstrap import environ, readers, report, runtime, versions
+from bootstrap import environ, launcher, readers, report, runtime, seeding, versions
 from bootstrap.errors import ConfigError, MismatchError
-from bootstrap.schema import EnvConfig, OnMismatch, validate
-from bootstrap.seeding import seed_everything
+from bootstrap.mesh import coordinate, resolve_mesh
+from bootstrap.schema import DistributedInit, EnvConfig, OnMismatch, SeedOffset, validate
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,11 @@ def _numeric_metrics(value: Any) -> Optional[Dict[str, float]]:
 
 
 class Session:
-    """One job's bootstrap. Use as a context manager, or call ``apply()`` and ``close()``."""
+    """One job's bootstrap. Use as a context manager, or call ``apply()`` and ``close()``.
+
+    While applied, the task reads it through :func:`current`: ``device``, ``rank``,
+    ``local_rank``, ``world_size``, ``mesh`` and ``data_seed``.
+    """
 
     def __init__(
         self,
@@ -70,7 +74,6 @@ class Session:
         output_dir: Optional[os.PathLike] = None,
         job_overrides: Sequence[str] = (),
         job_num: Optional[int] = None,
-        ranks_on_node: int = 1,
     ):
         self.key = key
         self.preset = load_preset(env_cfg, key)
@@ -80,11 +83,33 @@ class Session:
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.job_overrides = [report.masked_override(o) for o in job_overrides]
         self.job_num = job_num
-        self.ranks_on_node = ranks_on_node
         self.report: Dict[str, Any] = {}
+        self.launch: Optional[launcher.Launch] = None  # set by detect_launch()
         self.device = self.preset.device.value  # resolved by apply(): cpu when CUDA is asked for but absent
+        self.data_seed = self.preset.seed
+        self._group = None  # distributed.ProcessGroup
+        self._threads: Optional[Dict[str, Any]] = None  # read back from torch
+        self._seeded: List[str] = []
         self._environ_snapshot: Optional[environ.EnvironSnapshot] = None
         self._torch_snapshot: Optional[runtime.TorchState] = None
+
+    # -- what the task reads ---------------------------------------------
+    @property
+    def rank(self) -> int:
+        return self.launch.rank if self.launch else 0
+
+    @property
+    def local_rank(self) -> int:
+        return self.launch.local_rank if self.launch else 0
+
+    @property
+    def world_size(self) -> int:
+        return self.launch.world_size if self.launch else 1
+
+    @property
+    def mesh(self):
+        """The DeviceMesh, or None when no process group was made."""
+        return self._group.mesh if self._group is not None else None
 
     # -- context manager -------------------------------------------------
     def __enter__(self) -> "Session":
@@ -98,58 +123,92 @@ class Session:
             self.close("failed", error=exc)
 
     # -- the work --------------------------------------------------------
-    def plan(self, environ_now: Mapping[str, str], state: readers.ProcessState):
+    def plan(self, environ_now: Mapping[str, str], state: readers.ProcessState, ranks_on_node: int = 1):
         """Thread counts and variable decisions. Pure given its arguments."""
         preset, key = self.preset, self.key
         requested_vars = {n: environ.normalize(n, v, key) for n, v in preset.vars.items()}
         user_omp = requested_vars.get("OMP_NUM_THREADS") if "OMP_NUM_THREADS" in self.overrides \
             else environ_now.get("OMP_NUM_THREADS")
         cpus = runtime.usable_cpus()
-        intra = runtime.resolve_threads(preset.threads.intra_op, cpus, self.ranks_on_node, user_omp)
-        inter = runtime.resolve_threads(preset.threads.inter_op, cpus, self.ranks_on_node)
+        intra = runtime.resolve_threads(preset.threads.intra_op, cpus, ranks_on_node, user_omp)
+        inter = runtime.resolve_threads(preset.threads.inter_op, cpus, ranks_on_node)
         derived = {n: environ.normalize(n, v, key) for n, v in _derived_vars(preset, intra).items()}
         requested = {**derived, **requested_vars}  # the preset's own entries win over derived ones
         decisions = environ.plan_vars(requested, environ_now, self.env_set, self.overrides, state)
         return intra, inter, decisions
 
+    def detect_launch(self) -> launcher.Launch:
+        """How this process was started (torchrun, submitit, srun or single). Reads only the environment."""
+        dist_cfg = self.preset.distributed
+        job = None
+        if any(name.startswith("SUBMITIT_") for name in os.environ):
+            from bootstrap.distributed import submitit_job
+
+            job = submitit_job(os.environ)
+        try:
+            self.launch = launcher.detect(os.environ, job, dist_cfg.master_addr, dist_cfg.master_port)
+        except ConfigError as error:
+            raise ConfigError(f"{self.key}.distributed: {error}") from None
+        return self.launch
+
     def apply(self) -> "Session":
         started = time.perf_counter()
-        state = readers.current_state()
-        intra, inter, decisions = self.plan(os.environ, state)
+        preset = self.preset
+        launch = self.launch or self.detect_launch()
+        mesh_shape = resolve_mesh(preset.distributed.mesh, launch.world_size, self.key)
+        create_group = preset.distributed.init is DistributedInit.always or (
+            preset.distributed.init is DistributedInit.auto and launch.world_size > 1)
+        intra, inter, decisions = self.plan(os.environ, readers.current_state(), launch.local_world_size)
 
         self._environ_snapshot = environ.EnvironSnapshot(os.environ, foreign=self.env_set)
         self._torch_snapshot = runtime.TorchState.capture()
-        warnings = []
+        warnings: List[str] = []
         try:
             environ.apply_vars(decisions)
             # Detect after the variables are set: on a GPU, reading the compute
             # capability creates the CUDA context, which reads CUDA_* variables.
             found = versions.detect()
-            checks = versions.check(self.preset.requires, found, self.preset.device.value)
-            failed = [c for c in checks if not c.ok]
-            if failed:
+            checks = versions.check(preset.requires, found, preset.device.value)
+            if not all(c.ok for c in checks):
                 message = versions.mismatch_message(self.name, checks, self.key)
-                if self.preset.on_mismatch is OnMismatch.error:
-                    self._build_report(decisions, checks, found, None, None, [], warnings, started)
+                if preset.on_mismatch is OnMismatch.error:
+                    self._build_report(decisions, checks, found, warnings, started)
                     self._finish_report("check_failed", error=message)
                     raise MismatchError(message)
                 warnings.append(message)
                 log.warning("%s", message)
 
-            self.device = self.preset.device.value
-            if self.device == "cuda" and found.gpus == 0:
+            if preset.device.value == "cuda" and found.gpus == 0:
                 # Only reachable with on_mismatch=warn: run the task, on the CPU.
-                self.device = "cpu"
                 warnings.append(f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu")
                 log.warning("%s", warnings[-1])
+                device_type = "cpu"
+            else:
+                device_type = preset.device.value
 
-            runtime.apply_torch_settings(self.preset.torch)
+            runtime.apply_torch_settings(preset.torch)
             intra_read = runtime.apply_intra_op(intra)
             inter_read, inter_note = runtime.apply_inter_op(inter)
+            self._threads = {"intra_op": intra_read, "inter_op": inter_read,
+                             "requested": {"intra_op": intra, "inter_op": inter}}
             if inter_note:
                 warnings.append(inter_note)
                 _warn_once(inter_note)
-            seeded = seed_everything(self.preset.seed)
+
+            if create_group or launch.world_size > 1:
+                from bootstrap import distributed
+
+                distributed.export_rendezvous(launch)
+                self.device = distributed.device_for(device_type, launch)
+                backend = preset.distributed.backend.value if device_type == "cuda" else "gloo"
+                self._group = distributed.start(launch, backend, preset.distributed.timeout_s, self.device,
+                                                mesh_shape, create_group)
+            else:
+                self.device = device_type
+
+            pp_rank = coordinate(launch.rank, mesh_shape, "pp")
+            self._seeded = seeding.seed_everything(seeding.global_seed(preset.seed, pp_rank))
+            self.data_seed = seeding.data_seed(preset.seed, launch.rank, preset.seed_offset is SeedOffset.rank)
         except BaseException:
             self._undo()
             raise
@@ -159,8 +218,7 @@ class Session:
                 warnings.append(f"{d.name}: {d.note}")
                 log.warning("%s=%s is exported for child processes only: %s", d.name,
                             report.masked(d.name, d.value), d.note)
-        self._build_report(decisions, checks, found, (intra_read, inter_read), (intra, inter), seeded,
-                           warnings, started)
+        self._build_report(decisions, checks, found, warnings, started, mesh_shape)
         self._write_report()
         log.info("bootstrap\n%s", report.format_table(self.report))
         global _active
@@ -179,20 +237,22 @@ class Session:
         global _active
         if _active is self:
             _active = None
+        if self._group is not None:
+            self._group.teardown()
+            self._group = None
         if self._torch_snapshot is not None:
             self._torch_snapshot.restore()
         if self._environ_snapshot is not None:
             self._environ_snapshot.restore()
         self._torch_snapshot = self._environ_snapshot = None
 
-    def _build_report(self, decisions, checks, found, read_back, requested_threads, seeded, warnings, started):
-        preset = self.preset
+    def _build_report(self, decisions, checks, found, warnings, started, mesh_shape=None) -> None:
+        preset, launch = self.preset, self.launch or launcher.Launch("single")
         self.report = {
             "schema_version": 1,
             "preset": self.name,
             "overrides": self.job_overrides,
             "device": self.device,
-            "backend": preset.distributed.backend.value,
             "found": {
                 "python": found.python, "torch": found.torch, "cuda": found.cuda, "nccl": found.nccl,
                 "compute_capability": found.compute_capability, "gpus": found.gpus,
@@ -204,17 +264,20 @@ class Session:
                          "effective": d.effective, "note": d.note}
                 for d in decisions
             },
-            "threads": None if read_back is None else {
-                "intra_op": read_back[0], "inter_op": read_back[1],
-                "requested": {"intra_op": requested_threads[0], "inter_op": requested_threads[1]},
-            },
+            "threads": self._threads,
             "torch": {
                 "matmul_precision": preset.torch.matmul_precision.value,
                 "cudnn_allow_tf32": preset.torch.cudnn_allow_tf32,
                 "cudnn_benchmark": preset.torch.cudnn_benchmark and not preset.torch.deterministic,
                 "deterministic": preset.torch.deterministic,
             },
-            "seed": {"value": preset.seed, "generators": seeded},
+            "distributed": {
+                **launch.as_dict(),
+                "backend": preset.distributed.backend.value,
+                "process_group": self._group.state if self._group is not None else "none",
+                "mesh": mesh_shape if self._group is not None and self._group.mesh is not None else None,
+            },
+            "seed": {"value": preset.seed, "generators": self._seeded, "data_seed": self.data_seed},
             "warnings": warnings,
             "timings": {"bootstrap_s": round(time.perf_counter() - started, 6)},
             "job": {"num": self.job_num, "status": "running", "metrics": None},
@@ -231,7 +294,7 @@ class Session:
 
     def _write_report(self) -> None:
         if self.output_dir is not None:
-            report.write_json_atomic(self.output_dir / report.REPORT_NAME, self.report)
+            report.write_json_atomic(self.output_dir / report.report_name(self.rank, self.world_size), self.report)
 
 
 _active: Optional[Session] = None

@@ -35,11 +35,23 @@ class Row:
     fastest: bool = False
 
 
-def _row_from_report(job_dir: Path, report: dict) -> Row:
+_STATUS_ORDER = ("failed", "check_failed", "incomplete", "unknown", "completed")
+
+
+def _job_status(report: dict) -> str:
+    status = (report.get("job") or {}).get("status", "unknown")
+    return "incomplete" if status == "running" else status  # ended without on_job_end (killed, crashed hard)
+
+
+def _severity(status: str) -> int:
+    return _STATUS_ORDER.index(status) if status in _STATUS_ORDER else 0  # an unexpected status: show it
+
+
+def _row_from_reports(job_dir: Path, reports: List[dict]) -> Row:
+    """One row per job; with several ranks, rank 0's numbers and the worst rank's status."""
+    report = reports[0]
     job = report.get("job") or {}
-    status = job.get("status", "unknown")
-    if status == "running":  # the process ended without on_job_end (killed, or crashed hard)
-        status = "incomplete"
+    status = min((_job_status(r) for r in reports), key=_severity)
     if status == "completed" and not all(c["ok"] for c in report.get("checks", [])):
         status = "completed, check failed"
     metrics = job.get("metrics") or {}
@@ -60,16 +72,26 @@ def _row_without_report(job_dir: Path) -> Row:
     return Row(job_dir.name, " ".join(masked_override(o) for o in overrides), "no report", None, None, None, None)
 
 
+def _read_reports(job_dir: Path) -> List[dict]:
+    """The job's bootstrap.json, or its bootstrap.rank<N>.json files in rank order."""
+    paths = [job_dir / REPORT_NAME] + sorted(job_dir.glob("bootstrap.rank*.json"),
+                                             key=lambda p: int(p.stem.rsplit("rank", 1)[1] or 0))
+    reports = []
+    for path in paths:
+        try:
+            reports.append(json.loads(path.read_text()))
+        except (OSError, ValueError):  # absent, or unreadable: the row says what is known
+            continue
+    return reports
+
+
 def collect(sweep_dir: Path) -> List[Row]:
     """Every job directory under ``sweep_dir`` (those Hydra wrote ``.hydra/overrides.yaml`` into)."""
     rows = []
     for overrides_file in sorted(Path(sweep_dir).rglob(".hydra/overrides.yaml")):
         job_dir = overrides_file.parent.parent
-        report_file = job_dir / REPORT_NAME
-        try:
-            rows.append(_row_from_report(job_dir, json.loads(report_file.read_text())))
-        except (OSError, ValueError):
-            rows.append(_row_without_report(job_dir))
+        reports = _read_reports(job_dir)
+        rows.append(_row_from_reports(job_dir, reports) if reports else _row_without_report(job_dir))
     return rank(rows)
 
 
