@@ -10,6 +10,7 @@ import atexit
 import logging
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Optional
@@ -55,6 +56,10 @@ def _stop_job(error: BootstrapError, job_overrides: Optional[list]) -> None:
         message += f"\n(in the multirun job with overrides: {' '.join(job_overrides) or '(none)'})"
     if os.environ.get("HYDRA_FULL_ERROR") == "1":
         traceback.print_exception(error, file=sys.stderr)
+    if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # torchrun's failure summary then shows this message
+        from bootstrap.distributed import write_elastic_error_file
+
+        write_elastic_error_file(message, int(time.time()))
     raise SystemExit(message) from error
 
 

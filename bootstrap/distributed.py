@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
 from dataclasses import dataclass
-from typing import Dict, Mapping, MutableMapping, Optional
+from typing import Dict, Mapping, MutableMapping, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -111,3 +112,41 @@ def agree_on_run_dir(run_dir: str, environ: Mapping[str, str] = os.environ, time
         store.set(key, run_dir)
         return run_dir
     return store.get(key).decode()  # waits until rank 0 has set it
+
+
+FIRST_FAILURE_KEY = "hydra_train_bootstrap/first_failure"
+
+
+def claim_first_failure(rank: int, error: str) -> Tuple[int, int, str]:
+    """Record this rank's failure in the group's store unless another rank's came first.
+
+    Returns the first failure as (rank, unix time, message). When one rank's task
+    raises and tears down its group, its peers fail next inside a collective; the
+    store tells them, and the user, which rank started it.
+    """
+    mine = f"{rank}|{int(time.time())}|{error}"
+    try:
+        store = dist.distributed_c10d._get_default_store()
+        first = store.compare_set(FIRST_FAILURE_KEY, "", mine).decode()
+    except (RuntimeError, ValueError, AttributeError):  # no store, or it went away with a peer
+        first = mine
+    first_rank, first_time, message = first.split("|", 2)
+    return int(first_rank), int(first_time), message
+
+
+def write_elastic_error_file(message: str, timestamp: int, environ: Mapping[str, str] = os.environ) -> None:
+    """Write torch elastic's error file (TORCHELASTIC_ERROR_FILE), in the format torchrun reads.
+
+    torchrun names as root cause the failure with the smallest timestamp. Timestamps
+    are whole seconds and ties go to the lowest rank, so a rank that failed only
+    because a peer did is written one second after that peer: the summary then names
+    the rank whose task raised.
+    """
+    path = environ.get("TORCHELASTIC_ERROR_FILE")
+    if not path:
+        return
+    import json
+
+    record = {"message": {"message": message, "extraInfo": {"py_callstack": message, "timestamp": str(timestamp)}}}
+    with open(path, "w") as f:
+        json.dump(record, f)

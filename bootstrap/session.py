@@ -229,10 +229,27 @@ class Session:
         """Restore the process and record how the job ended. Safe to call twice."""
         if self._environ_snapshot is None:
             return
+        if error is not None and self._group is not None and self._group.state == "created" and self.world_size > 1:
+            error = self._attribute_failure(error)
         self._undo()
         self._finish_report(status, metrics=metrics, error=error)
 
     # -- internals -------------------------------------------------------
+    def _attribute_failure(self, error: Any) -> str:
+        """Name the rank whose failure came first, here and in torchrun's summary."""
+        from bootstrap import distributed
+
+        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        first_rank, first_time, first_message = distributed.claim_first_failure(self.rank, text)
+        if first_rank == self.rank:
+            message, timestamp = f"rank {self.rank} failed: {text}", first_time
+        else:
+            message = f"rank {self.rank} stopped because rank {first_rank} failed first ({first_message}); here: {text}"
+            timestamp = max(int(time.time()), first_time + 1)
+        log.error("%s", message)
+        distributed.write_elastic_error_file(message, timestamp)
+        return message
+
     def _undo(self) -> None:
         global _active
         if _active is self:

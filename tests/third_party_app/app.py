@@ -23,6 +23,11 @@ def main(cfg):
     Path(HydraConfig.get().runtime.output_dir, "observed.json").write_text(json.dumps(observed))
     if cfg.fail:
         raise RuntimeError("the task failed on purpose")
+    session = bootstrap.current()
+    if session.world_size > 1:
+        if session.rank == cfg.fail_rank:
+            raise RuntimeError(f"rank {session.rank} failed on purpose")
+        torch.distributed.all_reduce(torch.ones(1))  # the other ranks wait here for the failed one
     # A deterministic "throughput" so the summary's order can be checked.
     return {"samples_per_s": 100.0 * threads + (5.0 if probe else 0.0), "final_loss": 0.5}
 

@@ -1,0 +1,98 @@
+"""Launcher detection is pure: it is fed the variables torchrun, srun and submitit really set."""
+
+import pytest
+
+from bootstrap.errors import ConfigError
+from bootstrap.launcher import Launch, SubmititJob, derived_port, detect, expand_nodelist
+
+# As printed by a worker of `torchrun --standalone --nproc_per_node=2` (torch 2.13).
+TORCHRUN_RANK1 = {
+    "RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "0",
+    "ROLE_RANK": "1", "GROUP_WORLD_SIZE": "1", "MASTER_ADDR": "localhost", "MASTER_PORT": "46649",
+    "TORCHELASTIC_RUN_ID": "7e7f224b-8457-4093-8a62-4cfa89ad2183", "TORCHELASTIC_USE_AGENT_STORE": "True",
+    "OMP_NUM_THREADS": "1",
+}
+# Task 5 of `srun -N 3 --ntasks-per-node=2`, on the third node.
+SRUN_TASK5 = {
+    "SLURM_JOB_ID": "123456", "SLURM_PROCID": "5", "SLURM_LOCALID": "1", "SLURM_NTASKS": "6",
+    "SLURM_NTASKS_PER_NODE": "2(x3)", "SLURM_NODELIST": "node[01-02,07]", "SLURM_NNODES": "3",
+    "SLURM_STEP_ID": "0",
+}
+
+
+@pytest.mark.parametrize("nodelist, hosts", [
+    ("node[01-03,07],gpu5", ["node01", "node02", "node03", "node07", "gpu5"]),
+    ("gpu5", ["gpu5"]),
+    ("a[8-10]", ["a8", "a9", "a10"]),
+    ("rack[1-2]-n[01-02]", ["rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"]),
+    ("x[007]", ["x007"]),
+])
+def test_expand_nodelist(nodelist, hosts):
+    assert expand_nodelist(nodelist) == hosts
+
+
+@pytest.mark.parametrize("nodelist", ["node[01-03", "node]01[", "node[a-b]"])
+def test_bad_nodelists_are_rejected(nodelist):
+    with pytest.raises(ConfigError, match="SLURM_NODELIST"):
+        expand_nodelist(nodelist)
+
+
+def test_torchrun():
+    launch = detect(TORCHRUN_RANK1)
+    assert launch == Launch("torchrun", rank=1, local_rank=1, world_size=2, local_world_size=2,
+                            master_addr="localhost", master_port=46649)
+    assert not launch.multi_node
+
+
+def test_torchrun_wins_over_slurm_variables():
+    # torchrun started inside a SLURM allocation: its own variables describe the workers.
+    assert detect({**SRUN_TASK5, **TORCHRUN_RANK1}).launcher == "torchrun"
+
+
+def test_submitit_job():
+    job = SubmititJob(job_id="98765_3", global_rank=3, local_rank=1, num_tasks=4, num_nodes=2,
+                      hostnames=["gpu-a17", "gpu-a18"])
+    launch = detect({"SLURM_JOB_ID": "98765", "SLURM_PROCID": "3", "SLURM_NTASKS": "4"}, job)
+    assert launch == Launch("submitit", rank=3, local_rank=1, world_size=4, local_world_size=2,
+                            master_addr="gpu-a17", master_port=derived_port("98765_3"))
+    assert launch.multi_node
+
+
+def test_the_user_can_override_the_derived_master_address_and_port():
+    job = SubmititJob("1", 0, 0, 2, 1, ["localhost"])
+    assert (detect({}, job, master_addr="10.0.0.5", master_port=29500).master_addr,
+            detect({}, job, master_addr="10.0.0.5", master_port=29500).master_port) == ("10.0.0.5", 29500)
+    from_environ = detect({"MASTER_ADDR": "head", "MASTER_PORT": "29400"}, job, master_addr="ignored")
+    assert (from_environ.master_addr, from_environ.master_port) == ("head", 29400)
+
+
+def test_plain_srun():
+    launch = detect(SRUN_TASK5)
+    assert launch == Launch("slurm", rank=5, local_rank=1, world_size=6, local_world_size=2,
+                            master_addr="node01", master_port=derived_port("123456"))
+
+
+def test_derived_ports_are_stable_and_in_range():
+    assert derived_port("123456") == derived_port("123456")
+    assert all(20000 <= derived_port(str(job)) < 30000 for job in (0, 1, 99999, 123456789))
+    assert derived_port("4242_7") != derived_port("4242_8")  # array tasks differ
+
+
+def test_single_process():
+    assert detect({}) == Launch("single")
+
+
+@pytest.mark.parametrize("environ, fragment", [
+    ({**TORCHRUN_RANK1, "RANK": "2"}, "rank 2 is outside world size 2"),
+    ({**TORCHRUN_RANK1, "LOCAL_RANK": "2"}, "local rank 2 is outside local world size 2"),
+    ({**TORCHRUN_RANK1, "WORLD_SIZE": "0", "RANK": "0"}, "world size 0"),
+    ({**TORCHRUN_RANK1, "RANK": "one"}, "RANK='one' is not an integer"),
+    ({k: v for k, v in TORCHRUN_RANK1.items() if k != "MASTER_ADDR"} | {"WORLD_SIZE": "4"},
+     "multi-node world (4 ranks, 2 per node) needs MASTER_ADDR"),
+    ({**SRUN_TASK5, "SLURM_NODELIST": ""}, "needs MASTER_ADDR"),
+    ({**SRUN_TASK5, "SLURM_PROCID": "6"}, "rank 6 is outside world size 6"),
+])
+def test_inconsistent_values_fail_before_any_connection(environ, fragment):
+    with pytest.raises(ConfigError) as err:
+        detect(environ)
+    assert fragment in str(err.value)
