@@ -90,6 +90,7 @@ class Session:
         self._group = None  # distributed.ProcessGroup
         self._threads: Optional[Dict[str, Any]] = None  # read back from torch
         self._seeded: List[str] = []
+        self._backend: Optional[str] = None  # the backend of the group this session made or found
         self._environ_snapshot: Optional[environ.EnvironSnapshot] = None
         self._torch_snapshot: Optional[runtime.TorchState] = None
 
@@ -200,8 +201,8 @@ class Session:
 
                 distributed.export_rendezvous(launch)
                 self.device = distributed.device_for(device_type, launch)
-                backend = preset.distributed.backend.value if device_type == "cuda" else "gloo"
-                self._group = distributed.start(launch, backend, preset.distributed.timeout_s, self.device,
+                self._backend = preset.distributed.backend.value if device_type == "cuda" else "gloo"
+                self._group = distributed.start(launch, self._backend, preset.distributed.timeout_s, self.device,
                                                 mesh_shape, create_group)
             else:
                 self.device = device_type
@@ -290,7 +291,7 @@ class Session:
             },
             "distributed": {
                 **launch.as_dict(),
-                "backend": preset.distributed.backend.value,
+                "backend": self._backend,
                 "process_group": self._group.state if self._group is not None else "none",
                 "mesh": mesh_shape if self._group is not None and self._group.mesh is not None else None,
             },
