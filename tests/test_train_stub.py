@@ -106,30 +106,48 @@ BAD_PRESET_FILES = {
 }
 
 
-@pytest.mark.parametrize("overrides, fragment", [
-    (["env=nope"], "env/nope"),
-    (["env.threds.intra_op=2"], "env.threds"),
-    (["env.threads.intra_op=abc"], "env.threads.intra_op"),
-    (["env.threads.intra_op=0"], "env.threads.intra_op"),
-    (["env.threads.inter_op=-1"], "env.threads.inter_op"),
-    (["env.seed=-1"], "env.seed"),
-    (["env.seed=abc"], "env.seed"),
-    (["env.on_mismatch=maybe"], "env.on_mismatch"),
-    (["env.requires.torch='>>2'"], "env.requires.torch"),
-    (["+env.vars.LISTED=[1,2]"], "env.vars.LISTED"),
-    (["+env.vars.NESTED={a:1}"], "env.vars.NESTED"),
-] + [([f"env={name}"], fragment) for name, (_, fragment) in BAD_PRESET_FILES.items()],
-    ids=lambda p: p if isinstance(p, str) else " ".join(p))
-def test_bad_input_exits_non_zero_naming_the_key_without_traceback(run_stub, tmp_path, overrides, fragment):
+TORCHRUN_RANK2_OF_2 = {"RANK": "2", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2",
+                      "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+MULTI_NODE_NO_MASTER = {"RANK": "0", "WORLD_SIZE": "4", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2",
+                        "MASTER_PORT": "29500"}
+
+
+NO_ENV = {}
+BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
+    (["env=nope"], NO_ENV, "env/nope"),
+    (["env.threds.intra_op=2"], NO_ENV, "env.threds"),
+    (["env.threads.intra_op=abc"], NO_ENV, "env.threads.intra_op"),
+    (["env.threads.intra_op=0"], NO_ENV, "env.threads.intra_op"),
+    (["env.threads.inter_op=-1"], NO_ENV, "env.threads.inter_op"),
+    (["env.seed=-1"], NO_ENV, "env.seed"),
+    (["env.seed=abc"], NO_ENV, "env.seed"),
+    (["env.on_mismatch=maybe"], NO_ENV, "env.on_mismatch"),
+    (["env.requires.torch='>>2'"], NO_ENV, "env.requires.torch"),
+    (["+env.vars.LISTED=[1,2]"], NO_ENV, "env.vars.LISTED"),
+    (["+env.vars.NESTED={a:1}"], NO_ENV, "env.vars.NESTED"),
+    (["env.distributed.mesh={dp:2}"], NO_ENV, "env.distributed.mesh: dp(2) = 2 != WORLD_SIZE(1)"),
+    (["env.distributed.timeout_s=0"], NO_ENV, "env.distributed.timeout_s"),
+    ([], TORCHRUN_RANK2_OF_2, "env.distributed: torchrun: rank 2 is outside world size 2"),
+    ([], MULTI_NODE_NO_MASTER, "needs MASTER_ADDR"),
+] + [([f"env={name}"], NO_ENV, fragment) for name, (_, fragment) in BAD_PRESET_FILES.items()]
+
+
+@pytest.mark.parametrize("overrides, launcher_vars, fragment", BAD_INPUTS,
+                         ids=[" ".join(o) or " ".join(f"{k}={v}" for k, v in e.items()) for o, e, _ in BAD_INPUTS])
+def test_bad_input_exits_non_zero_naming_the_key_without_traceback(run_stub, tmp_path, overrides, launcher_vars,
+                                                                   fragment):
     user_conf = tmp_path / "user_conf"
     (user_conf / "env").mkdir(parents=True)
     for name, (body, _) in BAD_PRESET_FILES.items():
         (user_conf / "env" / f"{name}.yaml").write_text("defaults:\n  - cpu_debug\n  - _self_\n" + body)
-    run = run_stub(f"hydra.searchpath=[file://{user_conf}]", "train.steps=0", *overrides)
+    run = run_stub(f"hydra.searchpath=[file://{user_conf}]", "train.steps=0", *overrides,
+                   env=clean_env(**launcher_vars))
     assert run.returncode != 0
     assert fragment in run.stderr, run.stderr
     assert TRACEBACK not in run.output
     assert TRAINING_LOG not in run.output
+    written = {p.name for p in run.out_dir.iterdir()} if run.out_dir.exists() else set()
+    assert written <= {".hydra", "train_stub.log"}  # nothing beyond what Hydra itself writes
 
 
 def run_multirun(tmp_path, *overrides):
