@@ -64,10 +64,6 @@ class ProcessGroup:
         self.mesh = None
 
 
-def device_for(device_type: str, launch: Launch) -> str:
-    return f"cuda:{launch.local_rank}" if device_type == "cuda" else "cpu"
-
-
 def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape: Optional[Dict[str, int]],
           create: bool) -> ProcessGroup:
     """Create the process group (or adopt an existing one) and build the mesh."""

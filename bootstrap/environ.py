@@ -22,6 +22,7 @@ from typing import Any, Collection, Dict, Iterable, List, Mapping, MutableMappin
 
 from bootstrap.errors import ConfigError
 from bootstrap.readers import ProcessState, reader_for
+from bootstrap.report import masked  # notes quote values: a secret's must not appear
 
 # POSIX portable names; anything else (``=``, spaces, NUL) breaks os.environ or the shell.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -89,9 +90,9 @@ def plan_vars(
         effective = reader.still_read(state)
         notes = []
         if source in ("shell", "env_set") and existing != wanted:
-            notes.append(f"kept the {source} value over the preset's {wanted!r}")
+            notes.append(f"kept the {source} value over the preset's {masked(name, wanted)!r}")
         if source == "override" and existing is not None and existing != wanted:
-            notes.append(f"replaced the existing value {existing!r}")
+            notes.append(f"replaced the existing value {masked(name, existing)!r}")
         if not effective:
             notes.append(f"read {reader.read_when}: {reader.applied_by}")
         decisions.append(

@@ -19,6 +19,20 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def cpu_affinity() -> str:
+    """The CPUs this process may run on, as ranges: ``0-3,8``."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return "unknown"
+    ranges, start = [], cpus[0]
+    for prev, cur in zip(cpus, cpus[1:] + [None]):
+        if cur != prev + 1:
+            ranges.append(f"{start}-{prev}" if prev != start else str(start))
+            start = cur
+    return ",".join(ranges)
+
+
 def resolve_threads(value, cpus: int, ranks_on_node: int = 1, omp_num_threads: Optional[str] = None) -> int:
     """An explicit count wins; ``auto`` takes a user's OMP_NUM_THREADS, else CPUs ÷ local ranks."""
     if value != AUTO:

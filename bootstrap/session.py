@@ -152,14 +152,48 @@ class Session:
             raise ConfigError(f"{self.key}.distributed: {error}") from None
         return self.launch
 
-    def apply(self) -> "Session":
-        started = time.perf_counter()
+    def _prepare(self, environ_now: Mapping[str, str]):
+        """Everything decided before the process is touched; raises ConfigError on bad input."""
         preset = self.preset
         launch = self.launch or self.detect_launch()
         mesh_shape = resolve_mesh(preset.distributed.mesh, launch.world_size, self.key)
         create_group = preset.distributed.init is DistributedInit.always or (
             preset.distributed.init is DistributedInit.auto and launch.world_size > 1)
-        intra, inter, decisions = self.plan(os.environ, readers.current_state(), launch.local_world_size)
+        intra, inter, decisions = self.plan(environ_now, readers.current_state(), launch.local_world_size)
+        return launch, mesh_shape, create_group, intra, inter, decisions
+
+    def _device_type(self, found: versions.Found, warnings: List[str]) -> str:
+        if self.preset.device.value == "cuda" and found.gpus == 0:
+            # Only reachable with on_mismatch=warn: run the task, on the CPU.
+            warnings.append(f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu")
+            return "cpu"
+        return self.preset.device.value
+
+    def preview(self) -> Dict[str, Any]:
+        """The report ``apply()`` would write, worked out without changing the process.
+
+        Hydra's ``env_set`` (given to the session) counts as already in the environment,
+        as it is when a job starts. Used by ``bootstrap doctor``.
+        """
+        started = time.perf_counter()
+        environ_now = {**os.environ, **{k: str(v) for k, v in self.env_set.items()}}
+        launch, mesh_shape, create_group, intra, inter, decisions = self._prepare(environ_now)
+        found = versions.detect()
+        checks = versions.check(self.preset.requires, found, self.preset.device.value)
+        warnings: List[str] = []
+        device_type = self._device_type(found, warnings)
+        self.device = distributed_device(device_type, launch) if create_group or launch.world_size > 1 \
+            else device_type
+        self._threads = {"intra_op": intra, "inter_op": inter, "requested": {"intra_op": intra, "inter_op": inter}}
+        self.data_seed = seeding.data_seed(self.preset.seed, launch.rank, self.preset.seed_offset is SeedOffset.rank)
+        self._build_report(decisions, checks, found, warnings, started, mesh_shape)
+        self.report["job"]["status"] = "preview"
+        return self.report
+
+    def apply(self) -> "Session":
+        started = time.perf_counter()
+        preset = self.preset
+        launch, mesh_shape, create_group, intra, inter, decisions = self._prepare(os.environ)
 
         self._environ_snapshot = environ.EnvironSnapshot(os.environ, foreign=self.env_set)
         self._torch_snapshot = runtime.TorchState.capture()
@@ -179,13 +213,9 @@ class Session:
                 warnings.append(message)
                 log.warning("%s", message)
 
-            if preset.device.value == "cuda" and found.gpus == 0:
-                # Only reachable with on_mismatch=warn: run the task, on the CPU.
-                warnings.append(f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu")
+            device_type = self._device_type(found, warnings)
+            if device_type != preset.device.value:
                 log.warning("%s", warnings[-1])
-                device_type = "cpu"
-            else:
-                device_type = preset.device.value
 
             runtime.apply_torch_settings(preset.torch)
             intra_read = runtime.apply_intra_op(intra)
@@ -200,7 +230,7 @@ class Session:
                 from bootstrap import distributed
 
                 distributed.export_rendezvous(launch)
-                self.device = distributed.device_for(device_type, launch)
+                self.device = distributed_device(device_type, launch)
                 self._backend = preset.distributed.backend.value if device_type == "cuda" else "gloo"
                 self._group = distributed.start(launch, self._backend, preset.distributed.timeout_s, self.device,
                                                 mesh_shape, create_group)
@@ -273,8 +303,9 @@ class Session:
             "device": self.device,
             "found": {
                 "python": found.python, "torch": found.torch, "cuda": found.cuda, "nccl": found.nccl,
-                "compute_capability": found.compute_capability, "gpus": found.gpus,
-                "gpu_names": list(found.gpu_names), "cpus": runtime.usable_cpus(),
+                "cudnn": found.cudnn, "compute_capability": found.compute_capability, "gpus": found.gpus,
+                "gpu_names": list(found.gpu_names), "cpus": os.cpu_count(), "cpus_usable": runtime.usable_cpus(),
+                "cpu_affinity": runtime.cpu_affinity(),
             },
             "checks": [{"name": c.name, "required": c.required, "found": c.found, "ok": c.ok} for c in checks],
             "vars": {
@@ -313,6 +344,11 @@ class Session:
     def _write_report(self) -> None:
         if self.output_dir is not None:
             report.write_json_atomic(self.output_dir / report.report_name(self.rank, self.world_size), self.report)
+
+
+def distributed_device(device_type: str, launch: launcher.Launch) -> str:
+    """Each rank's device: ``cuda:<local_rank>`` on a GPU, else ``cpu``."""
+    return f"cuda:{launch.local_rank}" if device_type == "cuda" else "cpu"
 
 
 _active: Optional[Session] = None

@@ -24,6 +24,7 @@ class Found:
     torch: str
     cuda: Optional[str]  # torch.version.cuda: None for a CPU build
     nccl: Optional[str]
+    cudnn: Optional[str]  # torch.backends.cudnn.version(), e.g. "91002"
     compute_capability: Optional[str]  # the lowest among visible GPUs
     gpus: int
     gpu_names: tuple = ()
@@ -55,6 +56,7 @@ def detect() -> Found:
         torch=torch.__version__,
         cuda=torch.version.cuda,
         nccl=nccl,
+        cudnn=str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None,
         compute_capability="%d.%d" % min(capabilities) if capabilities else None,
         gpus=gpus,
         gpu_names=tuple(torch.cuda.get_device_name(i) for i in range(gpus)),

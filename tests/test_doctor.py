@@ -1,0 +1,103 @@
+"""`python -m bootstrap doctor` and `bootstrap-doctor`, run for real in subprocesses."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import clean_env
+
+APP = Path(__file__).parent / "third_party_app"
+DOCTOR = [sys.executable, "-m", "bootstrap", "doctor"]
+
+
+def doctor(*args, cwd=None, env=None, command=DOCTOR):
+    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=cwd,
+                          env=env or clean_env(), timeout=120)
+
+
+def test_passing_preset_prints_machine_checks_and_variables_and_exits_0(tmp_path):
+    proc = doctor(cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for section in ("Machine", "Checks", "Variables", "Torch", "Result: every check passes"):
+        assert section in out
+    for fact in ("python", "torch", "CUDA", "cuDNN", "NCCL", "GPUs", "compute capability", "CPUs", "launcher"):
+        assert f"\n  {fact} " in out, fact
+    assert f"affinity {'0-1' if len(os.sched_getaffinity(0)) == 2 else ''}" in out
+    assert "TORCH_DISTRIBUTED_DEBUG     DETAIL  preset  now" in out
+    assert list(tmp_path.iterdir()) == []  # no output directory, nothing written
+
+
+def test_failing_preset_exits_1_and_says_which_checks(tmp_path):
+    proc = doctor("env=h100", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "Result: FAILED checks: device, cuda, compute_capability, gpus" in proc.stdout
+    assert "  cuda                >=11.8    -           NO" in proc.stdout
+
+
+def test_nothing_is_applied(tmp_path):
+    # The doctor runs in its own process; what it prints must be the plan, not the result of applying it.
+    proc = doctor("--json", "env.threads.intra_op=1", env=clean_env(OMP_NUM_THREADS="2"), cwd=tmp_path)
+    report = json.loads(proc.stdout)
+    assert report["threads"]["intra_op"] == 1
+    assert report["vars"]["OMP_NUM_THREADS"] | {"note": ""} == {
+        "value": "2", "source": "shell", "effective": False, "note": ""}
+    assert report["job"]["status"] == "preview"
+
+
+def test_json_uses_the_bootstrap_json_schema(run_stub, tmp_path):
+    run = run_stub("train.steps=0")
+    proc = doctor("--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    preview = json.loads(proc.stdout)
+    assert set(preview) == set(run.report)
+    for key in ("found", "distributed", "torch", "threads", "seed"):
+        assert set(preview[key]) == set(run.report[key]), key
+    assert preview["vars"] == run.report["vars"] and preview["checks"] == run.report["checks"]
+
+
+def test_secret_values_are_masked(tmp_path):
+    env = clean_env(HF_TOKEN="hf_shell_secret", WANDB_API_KEY="wandb_shell_secret")
+    for args in (["+env.vars.HF_TOKEN=x", "+env.vars.WANDB_API_KEY=y", "+env.vars.DB_PASSWORD=cli_secret"], ):
+        for fmt in ([], ["--json"]):
+            proc = doctor(*args, *fmt, env=env, cwd=tmp_path)
+            assert proc.returncode == 0, proc.stderr
+            for secret in ("hf_shell_secret", "wandb_shell_secret", "cli_secret"):
+                assert secret not in proc.stdout + proc.stderr
+            assert "***" in proc.stdout
+
+
+def test_another_apps_config(tmp_path):
+    app = tmp_path / "app"
+    shutil.copytree(APP, app)
+    proc = doctor("--config-path", str(app / "conf"), "--config-name", "own_env_group", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["preset"] == "cpu_debug"
+    proc = doctor("--config-path", "app/conf", "env=probe", "--json", cwd=tmp_path)  # relative to the cwd
+    assert json.loads(proc.stdout)["vars"]["PROBE_VAR"]["value"] == "from_probe"
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["env=nope"], "unknown preset 'nope'. Presets that exist: a100, cpu_debug, h100."),
+    (["env.threds=1"], "threds"),
+    (["env.threads.intra_op=abc"], "env.threads.intra_op='abc' is not a thread count"),
+    (["--config-path", "/no/such/dir"], "no such directory"),
+    (["--no-such-flag"], "unrecognized arguments"),
+])
+def test_bad_usage_exits_2(tmp_path, args, fragment):
+    proc = doctor(*args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert fragment in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_console_script():
+    script = Path(sys.executable).with_name("bootstrap-doctor")
+    proc = doctor("--json", command=[str(script)])
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["preset"] == "cpu_debug"
