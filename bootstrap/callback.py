@@ -19,7 +19,6 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, read_write
 
-from bootstrap import summary
 from bootstrap.environ import EnvironSnapshot
 from bootstrap.errors import BootstrapError
 from bootstrap.report import masked_override
@@ -82,6 +81,8 @@ def _log_to_own_file(rank: int) -> None:
 
 
 def write_sweep_summary(sweep_dir: str) -> None:
+    from bootstrap import summary  # only at the end of a sweep: keep it off every job's start-up
+
     markdown = summary.write(Path(sweep_dir))
     print(f"Sweep summary ({Path(sweep_dir) / summary.MD_NAME}):\n{markdown}", flush=True)
 

@@ -159,11 +159,16 @@ def register() -> None:
     """Store the schema where presets find it (``defaults: [/bootstrap/schema/env@_here_]``),
     and the shipped presets a second time as the group ``bootstrap_env``, for apps that
     already have a config group named ``env``. The YAML files stay the single source.
-    """
-    from hydra.core.config_store import ConfigStore
-    from omegaconf import OmegaConf
 
+    This runs in every Hydra app of an environment that has the package (through its
+    plugin), so it is kept cheap: libyaml's parser where available, not OmegaConf's.
+    """
+    import yaml
+    from hydra.core.config_store import ConfigStore
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     store = ConfigStore.instance()
     store.store(group="bootstrap/schema", name="env", node=EnvConfig)
     for path in sorted(PRESET_DIR.glob("*.yaml")):
-        store.store(group=ALIAS_GROUP, name=path.stem, node=OmegaConf.load(path), provider="hydra-train-bootstrap")
+        store.store(group=ALIAS_GROUP, name=path.stem, node=yaml.load(path.read_text(), Loader=loader),
+                    provider="hydra-train-bootstrap")

@@ -25,11 +25,14 @@ def load_preset(env_cfg: Any, key: str = "env") -> EnvConfig:
     """Turn a DictConfig, dict or EnvConfig into a validated EnvConfig."""
     if isinstance(env_cfg, EnvConfig):
         return validate(env_cfg, key)
-    from omegaconf import OmegaConf
+    from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     try:
-        preset = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(EnvConfig), env_cfg))
+        if not (isinstance(env_cfg, DictConfig) and OmegaConf.get_type(env_cfg) is EnvConfig):
+            # Hydra already typed a preset that lists the schema; anything else is typed here.
+            env_cfg = OmegaConf.merge(OmegaConf.structured(EnvConfig), env_cfg)
+        preset = OmegaConf.to_object(env_cfg)
     except OmegaConfBaseException as e:
         where = f"{key}.{e.full_key}" if getattr(e, "full_key", None) else key
         raise ConfigError(f"{where}: {str(e).splitlines()[0]}") from None

@@ -84,3 +84,11 @@ def test_plain_dicts_are_validated_too():
         load_preset({"threds": {"intra_op": 3}})
     with pytest.raises(ConfigError, match="env.on_mismatch"):
         load_preset({"on_mismatch": "maybe"})
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_bootstrap_env_is_the_same_preset_under_a_second_name(name):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        ours = compose(config_name="config", overrides=[f"env={name}"]).env
+        alias = compose(config_name="config", overrides=[f"+bootstrap_env={name}"]).bootstrap_env
+    assert OmegaConf.to_container(alias) == OmegaConf.to_container(ours)
