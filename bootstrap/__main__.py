@@ -1,8 +1,8 @@
-"""``python -m bootstrap doctor ...``"""
+"""``python -m bootstrap doctor ...`` and ``python -m bootstrap tune ...``"""
 
 import sys
 
-COMMANDS = ("doctor",)
+COMMANDS = ("doctor", "tune")
 
 
 def main(argv=None) -> int:
@@ -10,9 +10,13 @@ def main(argv=None) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(f"usage: python -m bootstrap {{{','.join(COMMANDS)}}} [options] [hydra overrides]", file=sys.stderr)
         return 2
-    from bootstrap import doctor
+    if argv[0] == "doctor":
+        from bootstrap import doctor
 
-    return doctor.main(argv[1:])
+        return doctor.main(argv[1:])
+    from bootstrap import tune
+
+    return tune.main(argv[1:])
 
 
 if __name__ == "__main__":

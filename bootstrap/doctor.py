@@ -129,6 +129,7 @@ def format_text(report: dict) -> str:
     lines = [
         f"hydra-train-bootstrap doctor: preset {report['preset']}"
         + (f" ({' '.join(report['overrides'])})" if report["overrides"] else ""),
+        *([f"resolved: {report['resolved']}"] if report["resolved"] else []),
         "", "Machine", _table(machine),
         "", "Checks", _table(checks) if report["checks"] else "  (the preset requires nothing)",
         "", "Variables", _table(variables),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Collection, Dict, Iterable, List, Mapping, MutableMapping, Optional
 
@@ -48,6 +49,11 @@ def normalize(name: str, value: Any, key: str = "env") -> Optional[str]:
         )
     if "\0" in text:
         raise ConfigError(f"{key}.vars.{name} contains a NUL byte, which no environment variable can hold. Remove it.")
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:
+        raise ConfigError(f"{key}.vars.{name} cannot be encoded for the environment "
+                          f"(filesystem encoding {sys.getfilesystemencoding()}). Use valid Unicode text.") from None
     return text
 
 

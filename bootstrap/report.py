@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any, Dict
 
 MASK = "***"
-_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
+# Covers the common cloud and hub names too: HF_TOKEN, WANDB_API_KEY, AWS_SECRET_ACCESS_KEY,
+# AWS_SESSION_TOKEN, GOOGLE_APPLICATION_CREDENTIALS, AZURE_CLIENT_SECRET, MLFLOW_TRACKING_PASSWORD.
+_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|PRIVATE", re.IGNORECASE)
 REPORT_NAME = "bootstrap.json"
 
 
@@ -61,7 +63,8 @@ def format_table(report: Dict[str, Any]) -> str:
     checks = f"{len(report['checks'])} checks, " + (f"FAILED: {', '.join(failed)}" if failed else "all ok")
     threads = report["threads"]
     lines.append(
-        f"preset={report['preset']}  threads intra_op={threads['intra_op']} inter_op={threads['inter_op']}  "
+        f"preset={report['preset']}" + (f" (resolved: {report['resolved']})" if report.get("resolved") else "")
+        + f"  threads intra_op={threads['intra_op']} inter_op={threads['inter_op']}  "
         f"seed={report['seed']['value']}  {checks}  bootstrap {report['timings']['bootstrap_s'] * 1000:.1f} ms"
     )
     return "\n".join(lines)

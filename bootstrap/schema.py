@@ -97,6 +97,7 @@ class Distributed:
 
 @dataclass
 class EnvConfig:
+    auto: bool = False  # true only in env=auto: pick the real preset from the hardware at job start
     requires: Requires = field(default_factory=Requires)  # what the machine must provide
     on_mismatch: OnMismatch = OnMismatch.error  # what a failed requirement does
     threads: Threads = field(default_factory=Threads)  # CPU thread pools

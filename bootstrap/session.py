@@ -7,8 +7,11 @@ fails half-way, the process is put back as it was before the error propagates.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
@@ -84,7 +87,9 @@ class Session:
         self.env_set = dict(env_set or {})
         self.overrides = frozenset(overrides)
         self.output_dir = Path(output_dir) if output_dir is not None else None
-        self.job_overrides = [report.masked_override(o) for o in job_overrides]
+        self.task_overrides = list(job_overrides)  # as given: env=auto re-applies the env.* ones
+        self.job_overrides = [report.masked_override(o) for o in job_overrides]  # as recorded
+        self.resolved: Optional[str] = None  # "auto -> cpu_debug (no CUDA device)" under env=auto
         self.job_num = job_num
         self.report: Dict[str, Any] = {}
         self.launch: Optional[launcher.Launch] = None  # set by detect_launch()
@@ -94,6 +99,7 @@ class Session:
         self._threads: Optional[Dict[str, Any]] = None  # read back from torch
         self._seeded: List[str] = []
         self._backend: Optional[str] = None  # the backend of the group this session made or found
+        self._previous_sigterm = None  # restored on close
         self._environ_snapshot: Optional[environ.EnvironSnapshot] = None
         self._torch_snapshot: Optional[runtime.TorchState] = None
 
@@ -155,6 +161,25 @@ class Session:
             raise ConfigError(f"{self.key}.distributed: {error}") from None
         return self.launch
 
+    def _resolve_auto(self, warnings: List[str]) -> None:
+        """Under env=auto, replace the placeholder preset by the one this machine calls for."""
+        if not self.preset.auto:
+            return
+        from bootstrap import auto
+
+        # On a GPU this reads the compute capability, which creates the CUDA context
+        # before the chosen preset's variables are set: CUDA_* variables then reach
+        # child processes only (the report says so per variable).
+        choice = auto.choose(versions.detect())
+        env_cfg = auto.compose_preset(choice.preset, self.key, auto.env_overrides(self.task_overrides, self.key))
+        self.preset = load_preset(env_cfg, self.key)
+        if self.preset.auto:
+            raise ConfigError(f"{self.key}={choice.preset} sets auto: true itself; only env=auto may.")
+        self.resolved = f"auto -> {choice.preset} ({choice.reason})"
+        if choice.warning:
+            warnings.append(choice.warning)
+            log.warning("%s", choice.warning)
+
     def _prepare(self, environ_now: Mapping[str, str]):
         """Everything decided before the process is touched; raises ConfigError on bad input."""
         preset = self.preset
@@ -179,11 +204,12 @@ class Session:
         as it is when a job starts. Used by ``bootstrap doctor``.
         """
         started = time.perf_counter()
+        warnings: List[str] = []
+        self._resolve_auto(warnings)
         environ_now = {**os.environ, **{k: str(v) for k, v in self.env_set.items()}}
         launch, mesh_shape, create_group, intra, inter, decisions = self._prepare(environ_now)
         found = versions.detect()
         checks = versions.check(self.preset.requires, found, self.preset.device.value)
-        warnings: List[str] = []
         device_type = self._device_type(found, warnings)
         self.device = distributed_device(device_type, launch) if create_group or launch.world_size > 1 \
             else device_type
@@ -195,12 +221,13 @@ class Session:
 
     def apply(self) -> "Session":
         started = time.perf_counter()
+        warnings: List[str] = []
+        self._resolve_auto(warnings)
         preset = self.preset
         launch, mesh_shape, create_group, intra, inter, decisions = self._prepare(os.environ)
 
         self._environ_snapshot = environ.EnvironSnapshot(os.environ, foreign=self.env_set)
         self._torch_snapshot = runtime.TorchState.capture()
-        warnings: List[str] = []
         try:
             environ.apply_vars(decisions)
             # Detect after the variables are set: on a GPU, reading the compute
@@ -255,15 +282,33 @@ class Session:
         self._build_report(decisions, checks, found, warnings, started, mesh_shape)
         self._write_report()
         log.info("bootstrap\n%s", report.format_table(self.report))
+        self._catch_interrupts()
         global _active
         _active = self
         return self
+
+    def _catch_interrupts(self) -> None:
+        """Make sure an interrupted job is still closed: group destroyed, process restored, report written.
+
+        Hydra 1.3 skips on_job_end when the task is interrupted (hydra#3078), and
+        SIGTERM's default action ends the process without running any Python. So
+        SIGTERM becomes SystemExit(143) in the main thread, and an atexit hook closes
+        the session with status "interrupted" if nothing else did. Ctrl-C
+        (KeyboardInterrupt) reaches the same hook.
+        """
+        atexit.register(self._close_interrupted)
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+    def _close_interrupted(self) -> None:
+        self.close("interrupted", error="the process was stopped by a signal or exit before the job ended")
 
     def close(self, status: str = "completed", metrics: Any = None, error: Any = None) -> None:
         """Restore the process and record how the job ended. Safe to call twice."""
         if self._environ_snapshot is None:
             return
-        if error is not None and self._group is not None and self._group.state == "created" and self.world_size > 1:
+        if status == "failed" and error is not None and self._group is not None \
+                and self._group.state == "created" and self.world_size > 1:
             error = self._attribute_failure(error)
         self._undo()
         self._finish_report(status, metrics=metrics, error=error)
@@ -288,8 +333,14 @@ class Session:
         global _active
         if _active is self:
             _active = None
+        atexit.unregister(self._close_interrupted)
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
         if self._group is not None:
             self._group.teardown()
+            if self._group.state == "created" and self.report:
+                self.report["distributed"]["process_group"] = "destroyed"
             self._group = None
         if self._torch_snapshot is not None:
             self._torch_snapshot.restore()
@@ -302,6 +353,7 @@ class Session:
         self.report = {
             "schema_version": 1,
             "preset": self.name,
+            "resolved": self.resolved,
             "overrides": self.job_overrides,
             "device": self.device,
             "found": {
@@ -347,6 +399,10 @@ class Session:
     def _write_report(self) -> None:
         if self.output_dir is not None:
             report.write_json_atomic(self.output_dir / report.report_name(self.rank, self.world_size), self.report)
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)  # unwinds the task; the session's atexit hook then closes it
 
 
 def distributed_device(device_type: str, launch: launcher.Launch) -> str:

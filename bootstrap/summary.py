@@ -35,7 +35,7 @@ class Row:
     fastest: bool = False
 
 
-_STATUS_ORDER = ("failed", "check_failed", "incomplete", "unknown", "completed")
+_STATUS_ORDER = ("failed", "check_failed", "interrupted", "incomplete", "unknown", "completed")
 
 
 def _job_status(report: dict) -> str:
@@ -47,7 +47,7 @@ def _severity(status: str) -> int:
     return _STATUS_ORDER.index(status) if status in _STATUS_ORDER else 0  # an unexpected status: show it
 
 
-def _row_from_reports(job_dir: Path, reports: List[dict]) -> Row:
+def row_from_reports(job_dir: Path, reports: List[dict]) -> Row:
     """One row per job; with several ranks, rank 0's numbers and the worst rank's status."""
     report = reports[0]
     job = report.get("job") or {}
@@ -72,7 +72,7 @@ def _row_without_report(job_dir: Path) -> Row:
     return Row(job_dir.name, " ".join(masked_override(o) for o in overrides), "no report", None, None, None, None)
 
 
-def _read_reports(job_dir: Path) -> List[dict]:
+def read_reports(job_dir: Path) -> List[dict]:
     """The job's bootstrap.json, or its bootstrap.rank<N>.json files in rank order."""
     paths = [job_dir / REPORT_NAME] + sorted(job_dir.glob("bootstrap.rank*.json"),
                                              key=lambda p: int(p.stem.rsplit("rank", 1)[1] or 0))
@@ -90,8 +90,8 @@ def collect(sweep_dir: Path) -> List[Row]:
     rows = []
     for overrides_file in sorted(Path(sweep_dir).rglob(".hydra/overrides.yaml")):
         job_dir = overrides_file.parent.parent
-        reports = _read_reports(job_dir)
-        rows.append(_row_from_reports(job_dir, reports) if reports else _row_without_report(job_dir))
+        reports = read_reports(job_dir)
+        rows.append(row_from_reports(job_dir, reports) if reports else _row_without_report(job_dir))
     return rank(rows)
 
 

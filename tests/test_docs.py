@@ -22,3 +22,9 @@ def test_readme_timing_table_matches_the_code_table():
     expected.append(("anything else", UNKNOWN.read_when, UNKNOWN.applied_by))
     actual = [tuple(cell.strip() for cell in row.strip("|").split("|")) for row in rows]
     assert [(a, b, c.replace("`", "")) for a, b, c in actual] == [(a, b, c) for a, b, c in expected]
+
+
+def test_readme_counts_the_rejected_inputs():
+    from test_train_stub import BAD_INPUTS
+
+    assert f"feeds {len(BAD_INPUTS)} rejected inputs" in README

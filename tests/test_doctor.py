@@ -83,7 +83,7 @@ def test_another_apps_config(tmp_path):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["env=nope"], "unknown preset 'nope'. Presets that exist: a100, cpu_debug, h100."),
+    (["env=nope"], "unknown preset 'nope'. Presets that exist: a100, auto, cpu_debug, h100."),
     (["env.threds=1"], "threds"),
     (["env.threads.intra_op=abc"], "env.threads.intra_op='abc' is not a thread count"),
     (["--config-path", "/no/such/dir"], "no such directory"),
