@@ -248,9 +248,12 @@ def explain(results: dict) -> list:
             "`torch._dynamo` (about 0.8 s in torch 2.13), which Lightning imports up front and every other "
             "script pays at its first optimizer. So even the bare script is "
             f"{peers_['bare_s'] / peers_['fabric_s']:.2f}× Fabric, and 0.7× cannot be reached by any script "
-            f"that trains. Our {peers_['bootstrap_s'] - peers_['bare_s']:.2f} s over the bare script is Hydra "
-            "itself (import, plugin scan, compose, output directory and logging); the bootstrap's share is the "
-            "start-up benchmark's few milliseconds.",
+            f"that trains. Our {peers_['bootstrap_s'] - peers_['bare_s']:.2f} s over the bare script is a Hydra "
+            "app's start-up (import, plugin scan, compose, output directory, logging) plus the bootstrap"
+            + (f", whose share the start-up benchmark puts at "
+               f"{results['startup']['train_stub_s'] - results['startup']['plain_s']:.2f} s "
+               f"({results['startup']['bootstrap_ms']:.0f} ms of it in the bootstrap itself)"
+               if "startup" in results else "") + ".",
         ]
     if multi and multi["per_job_ms"] > 50:
         notes += [
@@ -260,6 +263,9 @@ def explain(results: dict) -> list:
             f"bootstrap's own share is {multi['bootstrap_share_per_job_ms']:.0f} ms per job. (It was larger "
             "before the callback stopped re-validating a preset Hydra had already typed against the schema.)",
         ]
+    gpu_ = results.get("gpu")
+    if gpu_ and "skipped" in gpu_:
+        notes.append(f"- **gpu**: not run ({gpu_['skipped']}); `bench/gpu_check.sh` runs it on a GPU machine.")
     return notes or ["Every target is met."]
 
 
