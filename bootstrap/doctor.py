@@ -39,8 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def compose(config_path: Optional[str], config_name: Optional[str], overrides: List[str]):
-    """The job config the app would compose, with its hydra node; UsageError on bad input."""
+def diagnose(config_path: Optional[str], config_name: Optional[str], overrides: List[str]) -> dict:
+    """Compose the job config the app would compose and preview the bootstrap on it.
+
+    Both happen inside one Hydra context, so env=auto loads its preset from the app's
+    own search path. UsageError on bad input.
+    """
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.config_store import ConfigStore
@@ -60,13 +64,14 @@ def compose(config_path: Optional[str], config_name: Optional[str], overrides: L
             raise UsageError(f"--config-path {config_path}: no such directory.")
     with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
         try:
-            return hydra_compose(config_name=config_name or "config", overrides=overrides, return_hydra_config=True)
+            cfg = hydra_compose(config_name=config_name or "config", overrides=overrides, return_hydra_config=True)
         except MissingConfigException as error:
             missing = re.search(r"Could not find '(?:bootstrap_)?env/([^']+)'", str(error))
             what = f"unknown preset '{missing.group(1)}'" if missing else str(error).splitlines()[0]
             raise UsageError(f"{what}. Presets that exist: {', '.join(_presets())}.") from None
         except (HydraException, OmegaConfBaseException) as error:
             raise UsageError(str(error)) from None
+        return preview(cfg)
 
 
 def _presets() -> List[str]:
@@ -149,8 +154,7 @@ def format_text(report: dict) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        cfg = compose(args.config_path, args.config_name, args.overrides)
-        report = preview(cfg)
+        report = diagnose(args.config_path, args.config_name, args.overrides)
     except (UsageError, BootstrapError) as error:
         print(f"bootstrap doctor: {error}", file=sys.stderr)
         return 2

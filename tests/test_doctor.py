@@ -101,3 +101,16 @@ def test_console_script():
     proc = doctor("--json", command=[str(script)])
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["preset"] == "cpu_debug"
+
+
+def test_env_auto_is_resolved_from_the_apps_own_search_path(tmp_path):
+    app = tmp_path / "app"
+    shutil.copytree(APP, app)
+    # The app shadows cpu_debug with a preset of its own: auto must pick up the app's file.
+    (app / "conf" / "env" / "cpu_debug.yaml").write_text(
+        "defaults:\n  - /bootstrap/schema/env@_here_\n  - _self_\nvars:\n  APP_OWN_CPU_DEBUG: 1\n")
+    proc = doctor("--config-path", str(app / "conf"), "env=auto", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["resolved"] == "auto -> cpu_debug (no CUDA device)"
+    assert "APP_OWN_CPU_DEBUG" in report["vars"]
