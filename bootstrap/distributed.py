@@ -53,8 +53,6 @@ class ProcessGroup:
     """What the bootstrap did about torch.distributed, and so what it must undo."""
 
     state: str  # "created" | "existing" | "none"
-    device: str
-    mesh_shape: Optional[Dict[str, int]] = None
     mesh: object = None  # torch.distributed.device_mesh.DeviceMesh
 
     def teardown(self) -> None:
@@ -71,7 +69,7 @@ def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape:
         # Before init_process_group: NCCL binds each rank's communicator to the current device.
         torch.cuda.set_device(torch.device(device))
     if dist.is_available() and dist.is_initialized():
-        group = ProcessGroup("existing", device, mesh_shape)
+        group = ProcessGroup("existing")
     elif create:
         # A 1-rank group needs no rendezvous: an in-memory store, no port to pick.
         kwargs = {"store": dist.HashStore()} if launch.world_size == 1 else {"init_method": "env://"}
@@ -79,9 +77,9 @@ def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape:
             kwargs["device_id"] = torch.device(device)  # NCCL starts eagerly, not at the first collective
         dist.init_process_group(backend=backend, rank=launch.rank, world_size=launch.world_size,
                                 timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
-        group = ProcessGroup("created", device, mesh_shape)
+        group = ProcessGroup("created")
     else:
-        return ProcessGroup("none", device)
+        return ProcessGroup("none")
     if mesh_shape is not None:
         from torch.distributed.device_mesh import init_device_mesh
 

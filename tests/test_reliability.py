@@ -1,7 +1,6 @@
 """Faults: SIGKILL mid-write, SIGTERM/SIGINT mid-task, long sweeps, planted secrets."""
 
 import json
-import os
 import random
 import shutil
 import signal
