@@ -260,8 +260,7 @@ def explain(results: dict) -> list:
             f"- **multirun** ({multi['per_job_ms']:.0f} ms per job, target 50 ms). A plain Hydra app with the "
             f"same config, and no callback, costs {multi['plain_hydra_per_job_ms']:.0f} ms per job here: Hydra "
             "re-composes the config, reconfigures logging and writes three YAML files for every job. The "
-            f"bootstrap's own share is {multi['bootstrap_share_per_job_ms']:.0f} ms per job. (It was larger "
-            "before the callback stopped re-validating a preset Hydra had already typed against the schema.)",
+            f"bootstrap's own share is {multi['bootstrap_share_per_job_ms']:.0f} ms per job.",
         ]
     gpu_ = results.get("gpu")
     if gpu_ and "skipped" in gpu_:
