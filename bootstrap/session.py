@@ -297,7 +297,10 @@ class Session:
         (KeyboardInterrupt) reaches the same hook.
         """
         atexit.register(self._close_interrupted)
-        if threading.current_thread() is threading.main_thread():
+        # Only over the default action: a handler someone else installed stays in charge
+        # (submitit's, for one, lets a preempted SLURM job requeue instead of dying).
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
             self._previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
 
     def _close_interrupted(self) -> None:
