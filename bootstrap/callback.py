@@ -43,14 +43,16 @@ def explicit_var_names(task_overrides, key: str = "env") -> set:
     return names
 
 
-def _stop_job(error: BootstrapError, job_overrides: Optional[list]) -> None:
+def _stop_job(error: Exception, job_overrides: Optional[list]) -> None:
     """End the job before the task runs.
 
     Hydra turns an Exception raised in a callback into a warning and runs the task
     anyway, so a plain raise would not stop anything. SystemExit does: Hydra lets it
-    through, Python prints its message without a traceback and exits 1.
+    through, Python prints its message without a traceback and exits 1. An unexpected
+    error (a rendezvous that failed, an unwritable output directory) stops the job too.
     """
-    message = f"Error: {error}"
+    message = f"Error: {error}" if isinstance(error, BootstrapError) else \
+        f"Error: the bootstrap could not start this job: {type(error).__name__}: {error}"
     if job_overrides is not None:
         message += f"\n(in the multirun job with overrides: {' '.join(job_overrides) or '(none)'})"
     if os.environ.get("HYDRA_FULL_ERROR") == "1":
@@ -133,7 +135,7 @@ class BootstrapCallback(Callback):
             if session.detect_launch().rank > 0:
                 _log_to_own_file(session.rank)
             session.apply()
-        except BootstrapError as error:
+        except Exception as error:  # noqa: BLE001 - Hydra would only warn and run the task anyway
             _stop_job(error, [masked_override(o) for o in task_overrides] if multirun else None)
         self._session = session
 

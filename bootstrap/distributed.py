@@ -80,11 +80,15 @@ def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape:
         group = ProcessGroup("created")
     else:
         return ProcessGroup("none")
-    if mesh_shape is not None:
+    if mesh_shape:
         from torch.distributed.device_mesh import init_device_mesh
 
-        group.mesh = init_device_mesh(device.split(":")[0], tuple(mesh_shape.values()),
-                                      mesh_dim_names=tuple(mesh_shape))
+        try:
+            group.mesh = init_device_mesh(device.split(":")[0], tuple(mesh_shape.values()),
+                                          mesh_dim_names=tuple(mesh_shape))
+        except BaseException:
+            group.teardown()  # a group made here must not outlive a failed start
+            raise
     return group
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from bootstrap.errors import BootstrapError
+from bootstrap.report import masked_text
 
 PACKAGED_CONF = Path(__file__).resolve().parent / "conf"  # this repository's conf/ (a link), or the wheel's copy
 FALLBACK_CONFIG = "bootstrap_doctor"  # used when the package has no train_stub config (installed from a wheel)
@@ -70,7 +71,7 @@ def diagnose(config_path: Optional[str], config_name: Optional[str], overrides: 
             what = f"unknown preset '{missing.group(1)}'" if missing else str(error).splitlines()[0]
             raise UsageError(f"{what}. Presets that exist: {', '.join(_presets())}.") from None
         except (HydraException, OmegaConfBaseException) as error:
-            raise UsageError(str(error)) from None
+            raise UsageError(masked_text(str(error), overrides)) from None
         return preview(cfg)
 
 

@@ -6,8 +6,9 @@ Checked in this order, the first that applies wins:
    ``MASTER_ADDR``, ``MASTER_PORT``.
 2. submitit (real SLURM or ``submitit_local``), through ``submitit.JobEnvironment()``
    when submitit is installed; the caller passes what it reports as :class:`SubmititJob`.
-3. plain ``srun``: ``SLURM_PROCID``, ``SLURM_LOCALID``, ``SLURM_NTASKS``,
-   ``SLURM_NTASKS_PER_NODE``, ``SLURM_NODELIST``.
+3. plain ``srun``: ``SLURM_PROCID``, ``SLURM_LOCALID``, ``SLURM_NTASKS`` (``SLURM_STEP_NUM_TASKS``),
+   ``SLURM_TASKS_PER_NODE`` (or ``SLURM_NTASKS_PER_NODE``) with ``SLURM_NODEID``, ``SLURM_NODELIST``;
+   only inside an srun step (``SLURM_STEP_ID``), not in the batch script itself.
 4. a single process.
 
 Nothing here opens a connection: inconsistent values fail before any is tried.
@@ -102,6 +103,8 @@ def _expand_one(pattern: str) -> List[str]:
         low, _, high = part.partition("-")
         if not low.isdigit() or (high and not high.isdigit()):
             raise ConfigError(f"Cannot read the host range [{match.group(1)}] in SLURM_NODELIST.")
+        if high and int(high) < int(low):
+            raise ConfigError(f"The host range [{match.group(1)}] in SLURM_NODELIST runs backwards.")
         for number in range(int(low), int(high or low) + 1):
             names.append(f"{head}{number:0{len(low)}d}")
     return [name + rest for name in names for rest in _expand_one(tail)]
@@ -115,12 +118,15 @@ def _int(environ: Mapping[str, str], name: str) -> int:
         raise ConfigError(f"{name}={value!r} is not an integer; check how the job was launched.") from None
 
 
-def _tasks_on_first_node(ntasks_per_node: str) -> int:
-    """``SLURM_NTASKS_PER_NODE`` looks like ``4``, ``2(x3)`` or ``4(x2),2``."""
-    match = re.match(r"(\d+)", ntasks_per_node)
-    if match is None:
-        raise ConfigError(f"SLURM_NTASKS_PER_NODE={ntasks_per_node!r} is not a task count.")
-    return int(match.group(1))
+def tasks_per_node(compact: str) -> List[int]:
+    """SLURM's ``4``, ``2(x3)`` or ``4(x2),2`` -> one task count per node: [4], [2, 2, 2], [4, 4, 2]."""
+    counts: List[int] = []
+    for part in compact.split(","):
+        match = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
+        if match is None:
+            raise ConfigError(f"Cannot read the tasks per node {compact!r} (SLURM_TASKS_PER_NODE).")
+        counts += [int(match.group(1))] * int(match.group(2) or 1)
+    return counts
 
 
 def derived_port(job_id: str) -> int:
@@ -158,14 +164,21 @@ def detect(
             master_addr=addr or (job.hostnames[0] if job.hostnames else None),
             master_port=port or derived_port(job.job_id),
         )
-    elif "SLURM_PROCID" in environ and "SLURM_NTASKS" in environ:
+    elif "SLURM_PROCID" in environ and "SLURM_NTASKS" in environ and "SLURM_STEP_ID" in environ:
+        # SLURM_STEP_ID: a task of an srun step. A batch script sees SLURM_PROCID and
+        # SLURM_NTASKS too, but it is one process, whatever --ntasks asked for.
         hosts = expand_nodelist(environ["SLURM_NODELIST"]) if environ.get("SLURM_NODELIST") else []
-        world = _int(environ, "SLURM_NTASKS")
+        world = _int(environ, "SLURM_STEP_NUM_TASKS" if "SLURM_STEP_NUM_TASKS" in environ else "SLURM_NTASKS")
+        # SLURM_TASKS_PER_NODE is always set (SLURM_NTASKS_PER_NODE only with --ntasks-per-node).
+        per_node_text = environ.get("SLURM_STEP_TASKS_PER_NODE") or environ.get("SLURM_TASKS_PER_NODE") \
+            or environ.get("SLURM_NTASKS_PER_NODE") or str(world)
+        per_node = tasks_per_node(per_node_text)
+        node = _int(environ, "SLURM_NODEID") if "SLURM_NODEID" in environ else 0
         launch = Launch(
             "slurm", rank=_int(environ, "SLURM_PROCID"),
             local_rank=_int(environ, "SLURM_LOCALID") if "SLURM_LOCALID" in environ else 0,
             world_size=world,
-            local_world_size=_tasks_on_first_node(environ.get("SLURM_NTASKS_PER_NODE", str(world))),
+            local_world_size=per_node[node] if node < len(per_node) else per_node[-1],
             master_addr=addr or (hosts[0] if hosts else None),
             master_port=port or derived_port(environ.get("SLURM_JOB_ID", "0")),
         )

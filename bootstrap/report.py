@@ -30,9 +30,26 @@ def masked(name: str, value: str) -> str:
 
 
 def masked_override(override: str) -> str:
-    """``+env.vars.HF_TOKEN=hf_x`` -> ``+env.vars.HF_TOKEN=***``: command lines carry secrets too."""
-    key, sep, _ = override.partition("=")
-    return f"{key}={MASK}" if sep and is_secret(key.rsplit(".", 1)[-1]) else override
+    """``+env.vars.HF_TOKEN=hf_x`` -> ``+env.vars.HF_TOKEN=***``: command lines carry secrets too.
+
+    A dict or list value that names a secret anywhere (``env.vars={HF_TOKEN:x}``) is masked whole.
+    """
+    key, sep, value = override.partition("=")
+    if not sep:
+        return override
+    secret_key = is_secret(key.rsplit(".", 1)[-1])
+    secret_inside = value.lstrip().startswith(("{", "[")) and is_secret(value)
+    return f"{key}={MASK}" if secret_key or secret_inside else override
+
+
+def masked_text(text: str, overrides) -> str:
+    """``text`` with the value of every secret-carrying override replaced by the mask."""
+    for override in overrides:
+        if masked_override(override) != override:
+            value = override.partition("=")[2]
+            if value:
+                text = text.replace(value, MASK)
+    return text
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -184,9 +184,11 @@ class Session:
         """Everything decided before the process is touched; raises ConfigError on bad input."""
         preset = self.preset
         launch = self.launch or self.detect_launch()
-        mesh_shape = resolve_mesh(preset.distributed.mesh, launch.world_size, self.key)
         create_group = preset.distributed.init is DistributedInit.always or (
             preset.distributed.init is DistributedInit.auto and launch.world_size > 1)
+        # The mesh only matters with more than one rank or a group to build it on.
+        mesh_shape = resolve_mesh(preset.distributed.mesh, launch.world_size, self.key) \
+            if create_group or launch.world_size > 1 else {}
         intra, inter, decisions = self.plan(environ_now, readers.current_state(), launch.local_world_size)
         return launch, mesh_shape, create_group, intra, inter, decisions
 
@@ -270,19 +272,19 @@ class Session:
             pp_rank = coordinate(launch.rank, mesh_shape, "pp")
             self._seeded = seeding.seed_everything(seeding.global_seed(preset.seed, pp_rank))
             self.data_seed = seeding.data_seed(preset.seed, launch.rank, preset.seed_offset is SeedOffset.rank)
+
+            for d in decisions:
+                if d.warn:
+                    warnings.append(f"{d.name}: {d.note}")
+                    log.warning("%s=%s is exported for child processes only: %s", d.name,
+                                report.masked(d.name, d.value), d.note)
+            self._build_report(decisions, checks, found, warnings, started, mesh_shape)
+            self._write_report()  # an unwritable output directory fails the job, not half of it
+            log.info("bootstrap\n%s", report.format_table(self.report))
+            self._catch_interrupts()
         except BaseException:
             self._undo()
             raise
-
-        for d in decisions:
-            if d.warn:
-                warnings.append(f"{d.name}: {d.note}")
-                log.warning("%s=%s is exported for child processes only: %s", d.name,
-                            report.masked(d.name, d.value), d.note)
-        self._build_report(decisions, checks, found, warnings, started, mesh_shape)
-        self._write_report()
-        log.info("bootstrap\n%s", report.format_table(self.report))
-        self._catch_interrupts()
         global _active
         _active = self
         return self
@@ -310,9 +312,12 @@ class Session:
         """Restore the process and record how the job ended. Safe to call twice."""
         if self._environ_snapshot is None:
             return
-        if status == "failed" and error is not None and self._group is not None \
-                and self._group.state == "created" and self.world_size > 1:
-            error = self._attribute_failure(error)
+        try:
+            if status == "failed" and error is not None and self._group is not None \
+                    and self._group.state == "created" and self.world_size > 1:
+                error = self._attribute_failure(error)
+        except Exception as attribution_error:  # the store may be gone with a peer: still restore
+            log.warning("could not record which rank failed first: %s", attribution_error)
         self._undo()
         self._finish_report(status, metrics=metrics, error=error)
 
@@ -333,6 +338,7 @@ class Session:
         return message
 
     def _undo(self) -> None:
+        """Put the process back. Each step runs even if an earlier one raised."""
         global _active
         if _active is self:
             _active = None
@@ -340,16 +346,21 @@ class Session:
         if self._previous_sigterm is not None:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
             self._previous_sigterm = None
-        if self._group is not None:
-            self._group.teardown()
-            if self._group.state == "created" and self.report:
-                self.report["distributed"]["process_group"] = "destroyed"
-            self._group = None
-        if self._torch_snapshot is not None:
-            self._torch_snapshot.restore()
-        if self._environ_snapshot is not None:
-            self._environ_snapshot.restore()
-        self._torch_snapshot = self._environ_snapshot = None
+        group, self._group = self._group, None
+        torch_snapshot, self._torch_snapshot = self._torch_snapshot, None
+        environ_snapshot, self._environ_snapshot = self._environ_snapshot, None
+        try:
+            if group is not None:
+                group.teardown()
+                if group.state == "created" and self.report:
+                    self.report["distributed"]["process_group"] = "destroyed"
+        finally:
+            try:
+                if torch_snapshot is not None:
+                    torch_snapshot.restore()
+            finally:
+                if environ_snapshot is not None:
+                    environ_snapshot.restore()
 
     def _build_report(self, decisions, checks, found, warnings, started, mesh_shape=None) -> None:
         preset, launch = self.preset, self.launch or launcher.Launch("single")

@@ -9,6 +9,7 @@ a header that records where the numbers came from.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 import time
@@ -19,6 +20,7 @@ from typing import Any, Dict, List, Optional
 import yaml
 
 from bootstrap import summary
+from bootstrap.report import is_secret, masked_override
 
 METRIC = "samples_per_s"
 PRESET_KEYS = ("env", "bootstrap_env")
@@ -49,6 +51,10 @@ def _jobs(sweep_dir: Path) -> List[Job]:
     return jobs
 
 
+def _shown(job: "Job") -> str:
+    return " ".join(masked_override(o) for o in job.overrides)
+
+
 def _parse(overrides: List[str]) -> Dict[str, Any]:
     """``[+]env.threads.intra_op=2`` -> {"env.threads.intra_op": 2}, typed as Hydra types them."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -67,14 +73,14 @@ def build(sweep_dir: Path, name: str) -> str:
     if not jobs:
         raise TuneError(f"{sweep_dir} holds no sweep jobs (no */.hydra/overrides.yaml). "
                         "Point tune at a multirun directory, e.g. multirun/2026-12-02/10-00-00.")
-    measured = sorted((j for j in jobs if j.speed is not None), key=lambda j: -j.speed)
+    measured = sorted((j for j in jobs if j.speed is not None and math.isfinite(j.speed)), key=lambda j: -j.speed)
     if not any(j.status == "completed" for j in measured):
         counts = ", ".join(f"{s}: {sum(j.status == s for j in jobs)}" for s in sorted({j.status for j in jobs}))
         raise TuneError(f"no job of {sweep_dir} completed with a {METRIC} to compare ({counts}). "
                         "Fix the failing jobs and sweep again.")
     winner = measured[0]
     if winner.status != "completed":
-        raise TuneError(f"the fastest job ({' '.join(winner.overrides)}) has status '{winner.status}': a preset "
+        raise TuneError(f"the fastest job ({_shown(winner)}) has status '{winner.status}': a preset "
                         "made from it would not run cleanly here. Sweep again without it, or fix its checks.")
     runner_up = measured[1] if len(measured) > 1 else None
 
@@ -88,8 +94,9 @@ def build(sweep_dir: Path, name: str) -> str:
         if not dotted.startswith(f"{key}."):
             continue
         value = chosen.get(dotted)
-        if isinstance(value, str) and value == "***":
-            raise TuneError(f"{dotted} was masked as a secret in this sweep; put it in the preset by hand.")
+        if is_secret(dotted.rsplit(".", 1)[-1]):
+            raise TuneError(f"the sweep varied {dotted}, which looks like a secret: a tuned preset will not "
+                            "hold it. Sweep it without tune, or set it in the environment.")
         node = settings
         *parents, leaf = dotted[len(key) + 1:].split(".")
         for part in parents:
@@ -107,8 +114,8 @@ def build(sweep_dir: Path, name: str) -> str:
         f"machine: {found.get('cpus')} CPUs (affinity {found.get('cpu_affinity', '?')}), {gpus}, "
         f"torch {found.get('torch')}, python {found.get('python')}",
         f"metric: {METRIC}, higher is better",
-        f"winner:    {winner.speed:.1f} {METRIC}  ({' '.join(winner.overrides)})",
-        f"runner-up: {runner_up.speed:.1f} {METRIC}  ({' '.join(runner_up.overrides)})" if runner_up
+        f"winner:    {winner.speed:.1f} {METRIC}  ({_shown(winner)})",
+        f"runner-up: {runner_up.speed:.1f} {METRIC}  ({_shown(runner_up)})" if runner_up
         else "runner-up: none (one measured job)",
         f"sweep varied: {', '.join(varied) or 'nothing'}",
     ]

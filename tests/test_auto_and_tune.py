@@ -139,3 +139,11 @@ def test_tune_does_not_overwrite_without_force(tmp_path):
     assert proc.returncode == 1 and "exists; pass --force" in proc.stderr
     assert target.read_text() == "# hand-edited\n"
     assert tune(tmp_path, sweep, "--force").returncode == 0 and "intra_op: 2" in target.read_text()
+
+
+def test_tune_never_writes_a_secret(tmp_path):
+    sweep = app_sweep(tmp_path, "+env.vars.HF_TOKEN=hf_first_secret,hf_second_secret")
+    proc = tune(tmp_path, sweep)
+    assert proc.returncode == 1 and "looks like a secret" in proc.stderr
+    assert "hf_first_secret" not in proc.stdout + proc.stderr and "hf_second_secret" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "conf" / "env" / "mine.yaml").exists()

@@ -72,6 +72,11 @@ def test_secret_values_are_masked(tmp_path):
             assert "***" in proc.stdout
 
 
+def test_secrets_are_masked_in_usage_errors_too(tmp_path):
+    proc = doctor("+env.vars.HF_TOKEN=hf_se'cret_value", cwd=tmp_path)
+    assert proc.returncode == 2 and "hf_se" not in proc.stderr and "***" in proc.stderr
+
+
 def test_another_apps_config(tmp_path):
     app = tmp_path / "app"
     shutil.copytree(APP, app)

@@ -117,3 +117,5 @@ def test_secret_names_and_overrides_are_masked():
         assert not is_secret(name), name
     assert masked_override("+env.vars.HF_TOKEN=hf_x") == "+env.vars.HF_TOKEN=***"
     assert masked_override("env.threads.intra_op=2") == "env.threads.intra_op=2"
+    assert masked_override("env.vars={HF_TOKEN:hf_x,OTHER:1}") == "env.vars=***"  # a secret inside a dict
+    assert masked_override("env.vars={OTHER:1}") == "env.vars={OTHER:1}"

@@ -15,9 +15,13 @@ TORCHRUN_RANK1 = {
 # Task 5 of `srun -N 3 --ntasks-per-node=2`, on the third node.
 SRUN_TASK5 = {
     "SLURM_JOB_ID": "123456", "SLURM_PROCID": "5", "SLURM_LOCALID": "1", "SLURM_NTASKS": "6",
-    "SLURM_NTASKS_PER_NODE": "2(x3)", "SLURM_NODELIST": "node[01-02,07]", "SLURM_NNODES": "3",
-    "SLURM_STEP_ID": "0",
+    "SLURM_NTASKS_PER_NODE": "2", "SLURM_TASKS_PER_NODE": "2(x3)", "SLURM_NODELIST": "node[01-02,07]",
+    "SLURM_NNODES": "3", "SLURM_NODEID": "2", "SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "6",
+    "SLURM_STEP_TASKS_PER_NODE": "2(x3)",
 }
+# The batch script of `sbatch -n 16`: SLURM_PROCID and SLURM_NTASKS, but no srun step.
+SBATCH_SCRIPT = {"SLURM_JOB_ID": "777", "SLURM_PROCID": "0", "SLURM_NTASKS": "16", "SLURM_TASKS_PER_NODE": "16",
+                 "SLURM_NODELIST": "node01", "SLURM_NODEID": "0", "SLURM_LOCALID": "0"}
 
 
 @pytest.mark.parametrize("nodelist, hosts", [
@@ -31,7 +35,7 @@ def test_expand_nodelist(nodelist, hosts):
     assert expand_nodelist(nodelist) == hosts
 
 
-@pytest.mark.parametrize("nodelist", ["node[01-03", "node]01[", "node[a-b]"])
+@pytest.mark.parametrize("nodelist", ["node[01-03", "node]01[", "node[a-b]", "n[5-3]"])
 def test_bad_nodelists_are_rejected(nodelist):
     with pytest.raises(ConfigError, match="SLURM_NODELIST"):
         expand_nodelist(nodelist)
@@ -70,6 +74,20 @@ def test_plain_srun():
     launch = detect(SRUN_TASK5)
     assert launch == Launch("slurm", rank=5, local_rank=1, world_size=6, local_world_size=2,
                             master_addr="node01", master_port=derived_port("123456"))
+
+
+def test_srun_without_ntasks_per_node_on_uneven_nodes():
+    # `srun -n 10 -N 3`: SLURM_NTASKS_PER_NODE is unset; SLURM_TASKS_PER_NODE says 4,4,2.
+    environ = {**{k: v for k, v in SRUN_TASK5.items() if "TASKS_PER_NODE" not in k},
+               "SLURM_NTASKS": "10", "SLURM_STEP_NUM_TASKS": "10", "SLURM_TASKS_PER_NODE": "4(x2),2",
+               "SLURM_PROCID": "9", "SLURM_LOCALID": "1", "SLURM_NODEID": "2"}
+    launch = detect(environ)
+    assert (launch.world_size, launch.local_world_size, launch.rank) == (10, 2, 9)
+    assert launch.multi_node
+
+
+def test_an_sbatch_script_without_srun_is_a_single_process():
+    assert detect(SBATCH_SCRIPT).launcher == "single"
 
 
 def test_derived_ports_are_stable_and_in_range():

@@ -111,3 +111,20 @@ def test_deterministic_mode_and_its_restore(clean_environ):
         assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
     assert not torch.are_deterministic_algorithms_enabled()
     assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+
+
+def test_a_report_that_cannot_be_written_fails_the_job_and_changes_nothing(clean_environ, tmp_path):
+    (tmp_path / "a_file").write_text("")
+    env_before, torch_before = dict(os.environ), torch_settings()
+    with pytest.raises(OSError):
+        bootstrap.initialize(PRESET, output_dir=tmp_path / "a_file" / "out").apply()
+    assert dict(os.environ) == env_before and torch_settings() == torch_before
+    with pytest.raises(RuntimeError, match="No bootstrap session is active"):
+        bootstrap.current()
+
+
+def test_a_mesh_is_only_checked_where_there_is_a_group_to_build_it_on(clean_environ):
+    with bootstrap.initialize({"distributed": {"mesh": {"dp": -1, "tp": 2}}}) as session:
+        assert session.mesh is None and session.report["distributed"]["process_group"] == "none"
+    with pytest.raises(bootstrap.ConfigError, match="1 is not divisible by 2"):
+        bootstrap.initialize({"distributed": {"mesh": {"dp": -1, "tp": 2}, "init": "always"}}).apply()
