@@ -95,6 +95,11 @@ class BootstrapCallback(Callback):
         self._session: Optional[Session] = None
         self._launcher_environ: Optional[EnvironSnapshot] = None
 
+    def __getstate__(self) -> dict:
+        # joblib and submitit pickle the callback after on_multirun_start, submitit onto
+        # disk: the launching process's environment (secrets included) must not travel.
+        return {"config_key": self.config_key, "_session": None, "_launcher_environ": None}
+
     def _find_preset(self, config: DictConfig):
         keys = (self.config_key,) if self.config_key else DEFAULT_KEYS
         for key in keys:

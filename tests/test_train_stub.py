@@ -189,3 +189,20 @@ def test_the_callback_pickles_for_joblib_and_submitit():
 
     clone = pickle.loads(pickle.dumps(BootstrapCallback(config_key="bootstrap_env")))
     assert clone.config_key == "bootstrap_env"
+
+
+def test_the_pickled_callback_carries_no_environment(tmp_path, monkeypatch):
+    import pickle
+
+    from omegaconf import OmegaConf
+
+    from bootstrap import BootstrapCallback
+
+    monkeypatch.setenv("HTB_PLANTED_TOKEN", "planted_secret_value")
+    callback = BootstrapCallback()
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}})
+    callback.on_multirun_start(config=config)  # snapshots the launching environment
+    try:
+        assert b"planted_secret_value" not in pickle.dumps(callback)  # what submitit writes to disk
+    finally:
+        callback.on_multirun_end(config=config)
