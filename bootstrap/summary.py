@@ -57,7 +57,7 @@ def row_from_reports(job_dir: Path, reports: List[dict]) -> Row:
     metrics = job.get("metrics") or {}
     threads = report.get("threads") or {}
     return Row(
-        job=str(job.get("num", job_dir.name)),
+        job=str(job["num"]) if job.get("num") is not None else job_dir.name,
         overrides=" ".join(report.get("overrides", [])),
         status=status,
         intra_op=threads.get("intra_op"),
