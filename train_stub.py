@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 IN_FEATURES = 256
 CLASSES = 16
 EVAL_BATCH = 1024
+EVAL_SEED = 0  # the evaluation batch is the same on every rank
 WARMUP_STEPS = 5  # excluded from samples/s: first steps pay for allocation and kernel selection
 
 
@@ -54,8 +55,10 @@ def main(cfg: DictConfig) -> dict:
         model = torch.nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=train.lr)
     # Each rank draws its own training batches; all ranks evaluate on one shared batch.
-    data = torch.Generator().manual_seed(session.data_seed)
-    x_eval = torch.randn(EVAL_BATCH, IN_FEATURES, generator=torch.Generator().manual_seed(cfg.env.seed)).to(device)
+    # (data_seed is None under env.seed=null: the app seeds itself, here from torch's seed.)
+    data_seed = session.data_seed if session.data_seed is not None else torch.initial_seed() + session.rank
+    data = torch.Generator().manual_seed(data_seed)
+    x_eval = torch.randn(EVAL_BATCH, IN_FEATURES, generator=torch.Generator().manual_seed(EVAL_SEED)).to(device)
 
     def batch(n, generator):
         x = torch.randn(n, IN_FEATURES, generator=generator).to(device)

@@ -11,6 +11,7 @@ check it still executes (CI does this), and writes nothing unless --out is given
   4 peers      process start -> first training step: us vs Lightning Fabric and Accelerate
   5 multirun   per-job overhead of an 8-job one-process sweep
   6 gpu        bench/gpu_check.sh, only on a machine with a GPU
+  7 lightning  Lightning DDP on 2 CPU ranks (tests/lightning_app), with vs without the bootstrap
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -42,9 +44,20 @@ def clean_env(**extra: str) -> dict:
     return env
 
 
-def timed(cmd, cwd) -> float:
+def timed(cmd, cwd, timeout: int = 300) -> float:
+    """Wall time of ``cmd``. A run past ``timeout`` is killed with every process it started (a hung
+    rank ignores SIGTERM), so a hang fails the benchmark instead of blocking CI."""
     started = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=clean_env(), check=True, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise RuntimeError(f"{' '.join(map(str, cmd))} ran past {timeout} s") from None
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, cmd, stderr=stderr)
     return time.perf_counter() - started
 
 
@@ -203,7 +216,32 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("oversubscription", "ratio", "≥ 1.3", lambda v: v >= 1.3),
     ("peers", "ratio_to_fabric", "≤ 0.7", lambda v: v <= 0.7),
     ("multirun", "per_job_ms", "≤ 50 ms", lambda v: v <= 50),
+    ("lightning", "ratio", "≤ 1.05×", lambda v: v <= 1.05),
 ]
+
+
+# 7 ---------------------------------------------------------------------------------------
+LIGHTNING_APP = ROOT / "tests" / "lightning_app" / "app.py"
+
+
+def lightning_ddp(work: Path, repeats: int) -> dict:
+    """Wall time of a 2-rank Lightning DDP run on CPU, with and without `+env=cpu_debug hydra/callbacks=bootstrap`."""
+    from importlib.util import find_spec
+
+    if find_spec("lightning") is None:
+        return {"skipped": "lightning not installed (pip install -e '.[lightning]')"}
+    runs = {"n": 0}
+
+    def app(*overrides):
+        def run():
+            runs["n"] += 1
+            return timed([PY, str(LIGHTNING_APP), f"hydra.run.dir={work / ('run' + str(runs['n']))}",
+                          "trainer.strategy=ddp", "trainer.devices=2", *overrides], cwd=work)
+        return run
+
+    results = interleaved({"without": app(), "with": app("+env=cpu_debug", "hydra/callbacks=bootstrap")}, repeats)
+    return {"without_s": median(results["without"]), "with_s": median(results["with"]),
+            "ratio": median(results["with"]) / median(results["without"])}
 
 
 def machine() -> dict:
@@ -272,7 +310,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="each benchmark once, small: does it still run?")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", nargs="*", help="run only these: startup threads oversubscription peers multirun gpu")
+    parser.add_argument("--only", nargs="*", help="run only these: startup threads oversubscription peers multirun gpu lightning")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick)")
     args = parser.parse_args(argv)
@@ -288,6 +326,7 @@ def main(argv=None) -> int:
         "peers": lambda: peers(work / "4", repeats),
         "multirun": lambda: multirun_cost(work / "5", repeats),
         "gpu": lambda: gpu(work / "6"),
+        "lightning": lambda: lightning_ddp(work / "7", repeats),
     }
     results = {}
     try:

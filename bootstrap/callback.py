@@ -82,23 +82,30 @@ def _log_to_own_file(rank: int) -> None:
             root.addHandler(own)
 
 
-def write_sweep_summary(sweep_dir: str) -> None:
+def write_sweep_summary(sweep_dir: str, objective: Optional[str] = None, mode: Optional[str] = None) -> None:
     from bootstrap import summary  # only at the end of a sweep: keep it off every job's start-up
 
-    markdown = summary.write(Path(sweep_dir))
+    markdown = summary.write(Path(sweep_dir), objective, mode)
     print(f"Sweep summary ({Path(sweep_dir) / summary.MD_NAME}):\n{markdown}", flush=True)
 
 
 class BootstrapCallback(Callback):
-    def __init__(self, config_key: Optional[str] = None) -> None:
+    def __init__(self, config_key: Optional[str] = None, objective: Optional[str] = None,
+                 mode: Optional[str] = None) -> None:
+        if mode not in (None, "max", "min"):
+            raise BootstrapError(f"hydra.callbacks.bootstrap.mode={mode!r}: use max or min "
+                                 "(hydra.callbacks.bootstrap.mode=min), or null for the objective's default.")
         self.config_key = config_key  # where the preset sits in the job config; None: bootstrap_env, else env
+        self.objective = objective  # the sweep summary's metric for "best"; None: samples_per_s, else return
+        self.mode = mode  # max | min; None: max for samples_per_s, min for anything else
         self._session: Optional[Session] = None
         self._launcher_environ: Optional[EnvironSnapshot] = None
 
     def __getstate__(self) -> dict:
         # joblib and submitit pickle the callback after on_multirun_start, submitit onto
         # disk: the launching process's environment (secrets included) must not travel.
-        return {"config_key": self.config_key, "_session": None, "_launcher_environ": None}
+        return {"config_key": self.config_key, "objective": self.objective, "mode": self.mode,
+                "_session": None, "_launcher_environ": None}
 
     def _find_preset(self, config: DictConfig):
         keys = (self.config_key,) if self.config_key else DEFAULT_KEYS
@@ -161,12 +168,12 @@ class BootstrapCallback(Callback):
         # Hydra skips on_multirun_end when a job failed or a check stopped the sweep,
         # and those are the sweeps whose summary matters most. atexit covers them.
         if os.environ.get("RANK", "0") == "0":
-            atexit.register(write_sweep_summary, str(config.hydra.sweep.dir))
+            atexit.register(write_sweep_summary, str(config.hydra.sweep.dir), self.objective, self.mode)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         atexit.unregister(write_sweep_summary)
         if os.environ.get("RANK", "0") == "0":  # a multirun under torchrun: rank 0 alone writes the summary
-            write_sweep_summary(str(config.hydra.sweep.dir))
+            write_sweep_summary(str(config.hydra.sweep.dir), self.objective, self.mode)
         if self._launcher_environ is not None:
             self._launcher_environ.restore()
             self._launcher_environ = None

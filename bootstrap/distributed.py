@@ -39,7 +39,7 @@ def export_rendezvous(launch: Launch, environ: MutableMapping[str, str] = os.env
     torchrun sets them itself; for submitit and srun the bootstrap does, and restores
     them with the rest of the environment at job end.
     """
-    if launch.launcher in ("single", "torchrun"):
+    if not launch.exports_rendezvous:
         return
     environ.update({
         "RANK": str(launch.rank), "LOCAL_RANK": str(launch.local_rank), "WORLD_SIZE": str(launch.world_size),
@@ -60,6 +60,17 @@ class ProcessGroup:
         if self.state == "created" and dist.is_initialized():
             dist.destroy_process_group()
         self.mesh = None
+
+
+def group_in_use(made_here: bool) -> Optional[dict]:
+    """The default process group as it stands now, or None: who made it, backend, size and rank.
+
+    At job end this records a group that a framework (Lightning, Ray) or the task made itself.
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        return None
+    return {"owner": "bootstrap" if made_here else "framework", "backend": str(dist.get_backend()),
+            "world_size": dist.get_world_size(), "rank": dist.get_rank()}
 
 
 def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape: Optional[Dict[str, int]],

@@ -101,11 +101,13 @@ def _table(rows: List[tuple], indent: str = "  ") -> str:
     return "\n".join(indent + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
 
 
-def _takes_effect(name: str, effective: bool) -> str:
+def _takes_effect(name: str, effective: bool, withheld: bool = False) -> str:
     from bootstrap.readers import reader_for
 
+    if withheld:
+        return "not set: too late here, and ranks must agree"
     if effective:
-        return "now"
+        return "now, through torch's API" if reader_for(name).apply_now else "now"
     if not reader_for(name).warn_when_late:  # threads and seeding reach this process through torch's API
         return "child processes (this process: through torch)"
     return "child processes only"
@@ -129,7 +131,7 @@ def format_text(report: dict) -> str:
     checks = [("check", "required", "found", "ok")] + [
         (c["name"], c["required"], c["found"] or "-", "yes" if c["ok"] else "NO") for c in report["checks"]]
     variables = [("variable", "value", "source", "takes effect")] + [
-        (name, v["value"], v["source"], _takes_effect(name, v["effective"])) for name, v in report["vars"].items()]
+        (name, v["value"], v["source"], _takes_effect(name, v["effective"], v.get("withheld", False))) for name, v in report["vars"].items()]
     threads, torch_cfg = report["threads"], report["torch"]
     failed = [c["name"] for c in report["checks"] if not c["ok"]]
     lines = [

@@ -11,6 +11,10 @@ Precedence, highest first:
    Hydra applies ``hydra.job.env_set`` on top of the shell before any callback
    runs, so a name listed there is reported as ``env_set``.
 3. ``preset``: the value from the ``env`` preset.
+
+A value that a parent process's bootstrap exported (a rank that Lightning
+re-launched inherits rank 0's whole environment) is not the user's: its name is
+listed in :data:`EXPORTED`, and the plan treats it as absent.
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from typing import Any, Collection, Dict, Iterable, List, Mapping, MutableMappin
 from bootstrap.errors import ConfigError
 from bootstrap.readers import ProcessState, reader_for
 from bootstrap.report import masked  # notes quote values: a secret's must not appear
+
+# Names of the variables the bootstrap wrote into this environment, comma-separated,
+# so that a child process can tell them from the user's own. Names only: never values.
+EXPORTED = "HYDRA_TRAIN_BOOTSTRAP_EXPORTED"
 
 # POSIX portable names; anything else (``=``, spaces, NUL) breaks os.environ or the shell.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -60,12 +68,13 @@ def normalize(name: str, value: Any, key: str = "env") -> Optional[str]:
 @dataclass(frozen=True)
 class VarDecision:
     name: str
-    value: str  # the value the job sees
+    value: str  # the value the job sees (unless withheld)
     source: str  # "override" | "shell" | "env_set" | "preset"
-    changes_environ: bool  # does the bootstrap write this value?
+    changes_environ: bool  # does the bootstrap write this value? (False also when withheld)
     effective: bool  # does it take effect in this process (not only in child processes)?
     note: str
     warn: bool = False  # log a one-line warning: set too late to matter here
+    withheld: bool = False  # not written: too late here, and ranks or children must agree on it
 
 
 def plan_vars(
@@ -80,32 +89,45 @@ def plan_vars(
     ``requested`` holds normalised preset values (None: dropped by the user).
     ``overrides`` names the variables given explicitly on the command line.
     """
+    inherited = inherited_names(environ)
     decisions: List[VarDecision] = []
     for name, wanted in requested.items():
         if wanted is None:
             continue
         existing = environ.get(name)
+        users = existing is not None and name not in inherited
         if name in overrides:
             source, value = "override", wanted
-        elif existing is not None:
+        elif users:
             source, value = ("env_set" if name in env_set else "shell"), existing
         else:
             source, value = "preset", wanted
         changes = value != existing
         reader = reader_for(name)
-        effective = reader.still_read(state)
+        late = not reader.still_read(state)
+        withheld = changes and late and reader.apply_now is None and reader.must_agree
         notes = []
         if source in ("shell", "env_set") and existing != wanted:
             notes.append(f"kept the {source} value over the preset's {masked(name, wanted)!r}")
-        if source == "override" and existing is not None and existing != wanted:
+        if existing is not None and not users and existing != value:
+            notes.append("replaced the value a parent process's bootstrap exported")
+        elif source == "override" and existing is not None and existing != wanted:
             notes.append(f"replaced the existing value {masked(name, existing)!r}")
-        if not effective:
+        if withheld:
+            notes.append(f"not set: read {reader.read_when}, already past here, and a rank or child started with "
+                         "it would disagree with this process")
+        elif late:
             notes.append(f"read {reader.read_when}: {reader.applied_by}")
-        decisions.append(
-            VarDecision(name, value, source, changes, effective, "; ".join(notes),
-                        warn=not effective and changes and reader.warn_when_late)
-        )
+        decisions.append(VarDecision(
+            name, value, source, changes and not withheld, effective=not late or reader.apply_now is not None,
+            note="; ".join(notes), warn=withheld or (late and changes and reader.warn_when_late
+                                                     and reader.apply_now is None), withheld=withheld))
     return decisions
+
+
+def inherited_names(environ: Mapping[str, str]) -> frozenset:
+    """Variables a parent process's bootstrap exported (see :data:`EXPORTED`)."""
+    return frozenset(name for name in environ.get(EXPORTED, "").split(",") if name)
 
 
 class EnvironSnapshot:
@@ -131,6 +153,11 @@ class EnvironSnapshot:
 
 
 def apply_vars(decisions: Iterable[VarDecision], environ: MutableMapping[str, str] = os.environ) -> None:
+    """Write the decided values, and list them in :data:`EXPORTED` for child processes."""
+    written = {d.name for d in decisions if d.changes_environ}
     for d in decisions:
         if d.changes_environ:
             environ[d.name] = d.value
+    exported = (inherited_names(environ) & environ.keys()) | written
+    if exported:
+        environ[EXPORTED] = ",".join(sorted(exported))

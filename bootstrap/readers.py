@@ -1,16 +1,23 @@
-"""When each environment variable is read, and so whether setting it now still works.
+"""When each environment variable is read, and so whether setting it now still works. Pure.
 
-The bootstrap runs after ``import torch``. A variable read at library load or at
-CUDA start-up may already be too late for this process; it is still exported, for
-child processes, and reported as not effective. This table is the one place that
-knowledge lives; the README shows the same table (a test keeps them in step).
+The bootstrap runs after ``import torch``. A variable read at library load, at
+interpreter start or at CUDA start-up may already be too late for this process.
+Where torch has an API that applies the value now, the bootstrap calls it, so this
+process and the ranks or children it starts run with the same setting. Where it has
+none, the variable is still exported for child processes and reported as not
+effective here; one that ranks must agree on (debug and numerics, collectives) is
+withheld instead, because a child started with it would disagree with this process.
+
+Every row is checked against the real torch in a fresh process by
+``tests/test_readers.py``, as far as a CPU build can show it. The docs show the same
+table (``tests/test_docs.py`` keeps them in step).
 """
 
 from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from typing import Callable, Tuple
+from typing import Callable, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -19,6 +26,9 @@ class ProcessState:
 
     cuda_initialized: bool
     process_group_initialized: bool
+    # A group existed at some point: some values are read once per process, at the
+    # first group, and a group destroyed since (a one-process sweep) does not reset them.
+    process_group_seen: bool = False
 
 
 @dataclass(frozen=True)
@@ -30,10 +40,20 @@ class Reader:
     # False where an API call already gives this process the same effect, so a
     # late variable needs no warning (threads, seeding).
     warn_when_late: bool = True
+    # The torch call (in bootstrap.runtime.APPLY_NOW) that applies a late value in
+    # this process, so that it and its children agree.
+    apply_now: Optional[str] = None
+    # Ranks and children must run with the same value (debug level, numerics,
+    # collective set-up): a late value with no API is withheld, not exported.
+    must_agree: bool = False
 
 
 def _never(state: ProcessState) -> bool:
     return False
+
+
+def _always(state: ProcessState) -> bool:
+    return True
 
 
 def _before_cuda(state: ProcessState) -> bool:
@@ -44,6 +64,10 @@ def _before_process_group(state: ProcessState) -> bool:
     return not state.process_group_initialized
 
 
+def _before_first_process_group(state: ProcessState) -> bool:
+    return not (state.process_group_initialized or state.process_group_seen)
+
+
 READERS: Tuple[Reader, ...] = (
     Reader(("OMP_NUM_THREADS", "MKL_NUM_THREADS"), "at library load (libgomp, MKL)",
            "torch.set_num_threads from env.threads.intra_op; the variable reaches child processes", _never,
@@ -51,22 +75,30 @@ READERS: Tuple[Reader, ...] = (
     Reader(("PYTHONHASHSEED",), "at interpreter start",
            "child processes only; this process is seeded through random/numpy/torch", _never,
            warn_when_late=False),
+    Reader(("PYTHONPATH", "LD_PRELOAD", "LD_LIBRARY_PATH"), "at process start (interpreter, dynamic loader)",
+           "child processes only", _never),
+    Reader(("TORCH_DISTRIBUTED_DEBUG",), "when torch.distributed is imported (by import torch)",
+           "torch.distributed.set_debug_level_from_env(), so this process and its children agree", _never,
+           apply_now="distributed_debug", must_agree=True),
     Reader(("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"), "when the CUDA caching allocator initialises",
            "the variable, if CUDA is not initialised yet", _before_cuda),
     Reader(("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING"),
            "when the CUDA context is created", "the variable, if CUDA is not initialised yet", _before_cuda),
     Reader(("CUBLAS_WORKSPACE_CONFIG",), "at the first cuBLAS call",
-           "the variable, if CUDA is not initialised yet", _before_cuda),
-    Reader(("TORCH_SHOW_CPP_STACKTRACES",), "at the first C++ error (then cached)",
-           "the variable", lambda state: True),
-    Reader(("TORCH_NCCL_*", "TORCH_DISTRIBUTED_DEBUG"), "when a process group is created",
-           "the variable, if no process group exists yet", _before_process_group),
+           "the variable, if CUDA is not initialised yet", _before_cuda, must_agree=True),
+    Reader(("TORCH_SHOW_CPP_STACKTRACES",), "when import torch initialises torch._C (then cached)",
+           "child processes only", _never),
+    # The flight recorder's ring buffer is sized once per process, at the first group.
+    Reader(("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"),
+           "once per process, when the first process group is created",
+           "the variable, if no process group was made in this process yet", _before_first_process_group),
+    Reader(("TORCH_NCCL_*",), "when a process group is created",
+           "the variable, if no process group exists yet", _before_process_group, must_agree=True),
     Reader(("NCCL_*",), "when an NCCL communicator is created",
-           "the variable, if no process group exists yet", _before_process_group),
+           "the variable, if no process group exists yet", _before_process_group, must_agree=True),
 )
 
-UNKNOWN = Reader(("*",), "not in the bootstrap's table", "the variable; assumed to be read after start-up",
-                 lambda state: True)
+UNKNOWN = Reader(("*",), "not in the bootstrap's table", "the variable; assumed to be read after start-up", _always)
 
 
 def reader_for(name: str) -> Reader:
@@ -76,15 +108,23 @@ def reader_for(name: str) -> Reader:
     return UNKNOWN
 
 
+_group_seen = False  # torch keeps no record of destroyed groups, so the bootstrap keeps one
+
+
 def current_state() -> ProcessState:
-    """Read the process state. Imports nothing that is not already loaded."""
+    """Read the process state, and remember a live process group. Imports nothing new.
+
+    The session calls this at job start and at job end, so a group the bootstrap or a
+    framework made during a job is remembered after it is destroyed.
+    """
     import sys
 
+    global _group_seen
     torch = sys.modules.get("torch")
     if torch is None:
         return ProcessState(cuda_initialized=False, process_group_initialized=False)
     dist = torch.distributed
-    return ProcessState(
-        cuda_initialized=torch.cuda.is_initialized(),
-        process_group_initialized=dist.is_available() and dist.is_initialized(),
-    )
+    initialized = dist.is_available() and dist.is_initialized()
+    _group_seen = _group_seen or initialized
+    return ProcessState(cuda_initialized=torch.cuda.is_initialized(), process_group_initialized=initialized,
+                        process_group_seen=_group_seen)

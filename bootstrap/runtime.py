@@ -1,13 +1,15 @@
-"""Torch process settings: threads and numerics. Snapshot, apply, read back, restore."""
+"""Torch process settings: threads, numerics and the distributed debug level.
+Snapshot, apply, read back, restore. Touches the process."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Callable, Dict, Optional
 
 import torch
 
+from bootstrap.errors import ConfigError
 from bootstrap.schema import AUTO, TorchSettings
 
 
@@ -53,6 +55,7 @@ class TorchState:
     cudnn_deterministic: bool
     deterministic_algorithms: bool
     deterministic_warn_only: bool
+    distributed_debug: Optional[str]  # torch.distributed.get_debug_level(); None without torch.distributed
 
     @classmethod
     def capture(cls) -> "TorchState":
@@ -64,6 +67,7 @@ class TorchState:
             cudnn_deterministic=torch.backends.cudnn.deterministic,
             deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
             deterministic_warn_only=torch.is_deterministic_algorithms_warn_only_enabled(),
+            distributed_debug=_debug_level(),
         )
 
     def restore(self) -> None:
@@ -74,6 +78,10 @@ class TorchState:
         torch.backends.cudnn.benchmark = self.cudnn_benchmark
         torch.backends.cudnn.deterministic = self.cudnn_deterministic
         _set_deterministic(self.deterministic_algorithms, self.deterministic_warn_only)
+        if self.distributed_debug is not None and _debug_level() != self.distributed_debug:
+            import torch.distributed as dist
+
+            dist.set_debug_level(getattr(dist.DebugLevel, self.distributed_debug))
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -102,6 +110,10 @@ def apply_intra_op(threads: int) -> int:
     return torch.get_num_threads()
 
 
+def intra_op_now() -> int:
+    return torch.get_num_threads()
+
+
 def apply_inter_op(threads: int) -> tuple[int, str]:
     """Set inter-op threads if torch still allows it. Returns (read-back, note).
 
@@ -120,3 +132,32 @@ def apply_inter_op(threads: int) -> tuple[int, str]:
             f"and they were already fixed, so {threads} could not be applied"
         )
     return torch.get_num_interop_threads(), ""
+
+
+def _debug_level() -> Optional[str]:
+    import torch.distributed as dist
+
+    return dist.get_debug_level().name if dist.is_available() else None
+
+
+def _apply_distributed_debug(key: str) -> None:
+    """TORCH_DISTRIBUTED_DEBUG is read when torch.distributed is imported, which ``import torch``
+    does: re-read it, or this process runs at the old level while ranks it starts run at the new."""
+    import torch.distributed as dist
+
+    name = "TORCH_DISTRIBUTED_DEBUG"
+    if name not in os.environ or not dist.is_available():
+        return  # unset: leave a level the program chose through torch's API alone
+    try:
+        dist.set_debug_level_from_env()
+    except ValueError:
+        raise ConfigError(f"{name}={os.environ[name]!r} is not a debug level torch accepts. "
+                          f"Use OFF, INFO or DETAIL ({key}.vars.{name}=INFO, or in the shell), "
+                          "or null to leave it unset.") from None
+
+
+# Reader.apply_now -> the call (given the config key, for messages) that gives the
+# reader's variable, as it now stands in os.environ, its effect in this process.
+APPLY_NOW: Dict[str, Callable[[str], None]] = {
+    "distributed_debug": _apply_distributed_debug,
+}

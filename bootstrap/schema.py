@@ -105,7 +105,8 @@ class EnvConfig:
     torch: TorchSettings = field(default_factory=TorchSettings)  # numerics knobs applied through torch's API
     device: Device = Device.cpu  # where the task should put its model
     distributed: Distributed = field(default_factory=Distributed)
-    seed: int = 0  # seeds random, numpy (if installed) and torch; exported as PYTHONHASHSEED
+    # Seeds random, numpy (if installed) and torch; exported as PYTHONHASHSEED. null: the app seeds itself.
+    seed: Optional[int] = 0
     seed_offset: SeedOffset = SeedOffset.rank  # how each rank's data seed differs (see bootstrap.seeding)
 
 
@@ -118,7 +119,7 @@ def validate(preset: EnvConfig, key: str = "env") -> EnvConfig:
                 f"{key}.threads.{name}={value!r} is not a thread count. "
                 f"Use a positive integer ({key}.threads.{name}=2) or {key}.threads.{name}=auto."
             )
-    if preset.seed < 0 or preset.seed >= 2**32:
+    if preset.seed is not None and not 0 <= preset.seed < 2**32:
         raise ConfigError(
             f"{key}.seed={preset.seed} is out of range. Use an integer in [0, 2**32), e.g. {key}.seed=0."
         )

@@ -14,12 +14,18 @@ Ours, for the rank at mesh coordinate ``pp_rank`` on a dimension named ``pp``
   data stream; ``seed`` with ``seed_offset: none``.
 * ``PYTHONHASHSEED=seed`` is exported for child processes; this interpreter's hash
   seed was fixed when it started.
+
+``env.seed: null`` leaves seeding to the app: nothing is seeded and the data seed is
+None. Either way, a task that re-seeds torch afterwards (Lightning's
+``seed_everything``) is noticed at job end: ``torch.initial_seed()`` has changed, and
+the report records the new seed as ``seed.task_seed``.
 """
 
 from __future__ import annotations
 
 import random
 import sys
+from typing import Optional
 
 PIPELINE_STRIDE = 100  # Megatron's offset between pipeline stages
 
@@ -28,8 +34,17 @@ def global_seed(seed: int, pp_rank: int = 0) -> int:
     return seed + PIPELINE_STRIDE * pp_rank
 
 
-def data_seed(seed: int, rank: int, per_rank: bool) -> int:
+def data_seed(seed: Optional[int], rank: int, per_rank: bool) -> Optional[int]:
+    if seed is None:
+        return None
     return seed + rank if per_rank else seed
+
+
+def torch_seed() -> int:
+    """The seed torch's default generator was last seeded with (random at start-up)."""
+    import torch
+
+    return torch.initial_seed()
 
 
 def seed_everything(seed: int) -> list[str]:

@@ -19,7 +19,7 @@ from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 from bootstrap import environ, launcher, readers, report, runtime, seeding, versions
 from bootstrap.errors import ConfigError, MismatchError
 from bootstrap.mesh import coordinate, resolve_mesh
-from bootstrap.schema import DistributedInit, EnvConfig, OnMismatch, SeedOffset, validate
+from bootstrap.schema import AUTO, DistributedInit, EnvConfig, OnMismatch, SeedOffset, validate
 
 log = logging.getLogger(__name__)
 
@@ -42,24 +42,16 @@ def load_preset(env_cfg: Any, key: str = "env") -> EnvConfig:
     return validate(preset, key)
 
 
-def _derived_vars(preset: EnvConfig, intra_op: int) -> Dict[str, Any]:
+def _derived_vars(preset: EnvConfig, intra_op: int, export_threads: bool) -> Dict[str, Any]:
     """Variables implied by other preset fields, for child processes and late readers."""
-    derived: Dict[str, Any] = {
-        "OMP_NUM_THREADS": intra_op,
-        "MKL_NUM_THREADS": intra_op,
-        "PYTHONHASHSEED": preset.seed,
-    }
+    derived: Dict[str, Any] = {}
+    if export_threads:
+        derived.update(OMP_NUM_THREADS=intra_op, MKL_NUM_THREADS=intra_op)
+    if preset.seed is not None:
+        derived["PYTHONHASHSEED"] = preset.seed
     if preset.torch.deterministic:
         derived["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # cuBLAS's documented deterministic workspace
     return derived
-
-
-def _numeric_metrics(value: Any) -> Optional[Dict[str, float]]:
-    if not isinstance(value, Mapping):
-        return None
-    return {
-        str(k): v for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-    }
 
 
 class Session:
@@ -95,6 +87,7 @@ class Session:
         self.launch: Optional[launcher.Launch] = None  # set by detect_launch()
         self.device = self.preset.device.value  # resolved by apply(): cpu when CUDA is asked for but absent
         self.data_seed = self.preset.seed
+        self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
         self._group = None  # distributed.ProcessGroup
         self._threads: Optional[Dict[str, Any]] = None  # read back from torch
         self._seeded: List[str] = []
@@ -137,12 +130,22 @@ class Session:
         """Thread counts and variable decisions. Pure given its arguments."""
         preset, key = self.preset, self.key
         requested_vars = {n: environ.normalize(n, v, key) for n, v in preset.vars.items()}
-        user_omp = requested_vars.get("OMP_NUM_THREADS") if "OMP_NUM_THREADS" in self.overrides \
-            else environ_now.get("OMP_NUM_THREADS")
+        if "OMP_NUM_THREADS" in self.overrides:
+            user_omp = requested_vars.get("OMP_NUM_THREADS")
+        elif "OMP_NUM_THREADS" in environ.inherited_names(environ_now):
+            user_omp = None  # a parent's bootstrap chose it for a different number of ranks
+        else:
+            user_omp = environ_now.get("OMP_NUM_THREADS")
         cpus = runtime.usable_cpus()
         intra = runtime.resolve_threads(preset.threads.intra_op, cpus, ranks_on_node, user_omp)
         inter = runtime.resolve_threads(preset.threads.inter_op, cpus, ranks_on_node)
-        derived = {n: environ.normalize(n, v, key) for n, v in _derived_vars(preset, intra).items()}
+        # The thread variables are exported only when they tell a child something: an
+        # explicit count, CPUs shared among several ranks, or the user's own value. For one
+        # process, ``auto`` is what libgomp picks anyway, and exporting it would hide the
+        # variable's absence from frameworks that divide the CPUs among the processes they
+        # start (Lightning's DDP, torchrun: both set OMP_NUM_THREADS only where it is unset).
+        export_threads = preset.threads.intra_op != AUTO or ranks_on_node > 1 or user_omp is not None
+        derived = {n: environ.normalize(n, v, key) for n, v in _derived_vars(preset, intra, export_threads).items()}
         requested = {**derived, **requested_vars}  # the preset's own entries win over derived ones
         decisions = environ.plan_vars(requested, environ_now, self.env_set, self.overrides, state)
         return intra, inter, decisions
@@ -184,8 +187,10 @@ class Session:
         """Everything decided before the process is touched; raises ConfigError on bad input."""
         preset = self.preset
         launch = self.launch or self.detect_launch()
-        create_group = preset.distributed.init is DistributedInit.always or (
-            preset.distributed.init is DistributedInit.auto and launch.world_size > 1)
+        # A framework that starts its own ranks (Lightning) makes the group itself, later.
+        create_group = not launch.framework_makes_group and (
+            preset.distributed.init is DistributedInit.always
+            or (preset.distributed.init is DistributedInit.auto and launch.world_size > 1))
         # The mesh only matters with more than one rank or a group to build it on.
         mesh_shape = resolve_mesh(preset.distributed.mesh, launch.world_size, self.key) \
             if create_group or launch.world_size > 1 else {}
@@ -232,12 +237,17 @@ class Session:
         self._torch_snapshot = runtime.TorchState.capture()
         try:
             environ.apply_vars(decisions)
+            # Whoever set them (preset, shell, Hydra's env_set after import torch): a value
+            # this process read too early must be the one it runs with, as its children will.
+            for apply_now in {r.apply_now for r in readers.READERS if r.apply_now}:
+                runtime.APPLY_NOW[apply_now](self.key)
             # Detect after the variables are set: on a GPU, reading the compute
             # capability creates the CUDA context, which reads CUDA_* variables.
             found = versions.detect()
             checks = versions.check(preset.requires, found, preset.device.value)
             if not all(c.ok for c in checks):
-                message = versions.mismatch_message(self.name, checks, self.key)
+                message = versions.mismatch_message(self.name, checks, self.key, chosen_as=self._chosen_as(),
+                                                    warn=preset.on_mismatch is OnMismatch.warn)
                 if preset.on_mismatch is OnMismatch.error:
                     self._build_report(decisions, checks, found, warnings, started)
                     self._finish_report("check_failed", error=message)
@@ -269,15 +279,17 @@ class Session:
             else:
                 self.device = device_type
 
-            pp_rank = coordinate(launch.rank, mesh_shape, "pp")
-            self._seeded = seeding.seed_everything(seeding.global_seed(preset.seed, pp_rank))
+            if preset.seed is not None:
+                pp_rank = coordinate(launch.rank, mesh_shape, "pp")
+                self._seeded = seeding.seed_everything(seeding.global_seed(preset.seed, pp_rank))
             self.data_seed = seeding.data_seed(preset.seed, launch.rank, preset.seed_offset is SeedOffset.rank)
+            self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
 
             for d in decisions:
                 if d.warn:
                     warnings.append(f"{d.name}: {d.note}")
-                    log.warning("%s=%s is exported for child processes only: %s", d.name,
-                                report.masked(d.name, d.value), d.note)
+                    log.warning("%s=%s is %s: %s", d.name, report.masked(d.name, d.value),
+                                "not set" if d.withheld else "exported for child processes only", d.note)
             self._build_report(decisions, checks, found, warnings, started, mesh_shape)
             self._write_report()  # an unwritable output directory fails the job, not half of it
             log.info("bootstrap\n%s", report.format_table(self.report))
@@ -313,6 +325,10 @@ class Session:
         if self._environ_snapshot is None:
             return
         try:
+            self._record_task_effects()
+        except Exception as record_error:  # a record must never keep the process from being restored
+            log.warning("could not record the task's process group or seed: %s", record_error)
+        try:
             if status == "failed" and error is not None and self._group is not None \
                     and self._group.state == "created" and self.world_size > 1:
                 error = self._attribute_failure(error)
@@ -322,6 +338,30 @@ class Session:
         self._finish_report(status, metrics=metrics, error=error)
 
     # -- internals -------------------------------------------------------
+    def _record_task_effects(self) -> None:
+        """What the task did that the report must show: a group a framework made, threads, a re-seed."""
+        if not self.report:
+            return
+        from bootstrap import distributed
+
+        readers.current_state()  # remembers a live group: some variables are read at the first one only
+        made_here = self._group is not None and self._group.state == "created"
+        self.report["distributed"]["group_at_end"] = distributed.group_in_use(made_here)
+        threads_now = runtime.intra_op_now()
+        if self._threads and threads_now != self._threads["intra_op"]:
+            self.report["threads"]["intra_op_at_end"] = threads_now  # e.g. Lightning set its own count
+        seed_now = seeding.torch_seed()
+        if self._torch_seed is not None and seed_now != self._torch_seed:
+            self.report["seed"]["task_seed"] = seed_now
+
+    def _chosen_as(self) -> str:
+        """``+`` or ``++`` when the job chose its preset with ``+env=...``, as an app without an env group does."""
+        for override in self.task_overrides:
+            lhs = override.split("=", 1)[0].strip()
+            if lhs.lstrip("+") == self.key and lhs.startswith("+"):
+                return lhs[: len(lhs) - len(self.key)]
+        return ""
+
     def _attribute_failure(self, error: Any) -> str:
         """Name the rank whose failure came first, here and in torchrun's summary."""
         from bootstrap import distributed
@@ -379,7 +419,7 @@ class Session:
             "checks": [{"name": c.name, "required": c.required, "found": c.found, "ok": c.ok} for c in checks],
             "vars": {
                 d.name: {"value": report.masked(d.name, d.value), "source": d.source,
-                         "effective": d.effective, "note": d.note}
+                         "effective": d.effective, "note": d.note, **({"withheld": True} if d.withheld else {})}
                 for d in decisions
             },
             "threads": self._threads,
@@ -394,8 +434,10 @@ class Session:
                 "backend": self._backend,
                 "process_group": self._group.state if self._group is not None else "none",
                 "mesh": mesh_shape if self._group is not None and self._group.mesh is not None else None,
+                "group_at_end": None,  # filled at job end: the group in use then, whoever made it
             },
-            "seed": {"value": preset.seed, "generators": self._seeded, "data_seed": self.data_seed},
+            "seed": {"value": preset.seed, "generators": self._seeded, "data_seed": self.data_seed,
+                     "task_seed": None},
             "warnings": warnings,
             "timings": {"bootstrap_s": round(time.perf_counter() - started, 6)},
             "job": {"num": self.job_num, "status": "running", "metrics": None},
@@ -404,7 +446,10 @@ class Session:
     def _finish_report(self, status: str, metrics: Any = None, error: Any = None) -> None:
         if not self.report:
             return
-        job = {"num": self.job_num, "status": status, "metrics": _numeric_metrics(metrics)}
+        values, skipped = report.metrics_from(metrics)
+        job: Dict[str, Any] = {"num": self.job_num, "status": status, "metrics": values}
+        if skipped:
+            job["metrics_skipped"] = skipped
         if error is not None:
             job["error"] = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         self.report["job"] = job

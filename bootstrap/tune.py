@@ -1,6 +1,7 @@
 """``python -m bootstrap tune SWEEP_DIR --name my_node``: keep a sweep's winner as a preset.
 
-Reads the sweep's per-job reports, takes the fastest completed job, and writes
+Reads the sweep's per-job reports, takes the completed job that did best on the
+objective (``--objective``/``--mode``, with the sweep summary's defaults), and writes
 ``conf/env/<name>.yaml`` (or ``<--out>/env/<name>.yaml``): it extends the winner's base
 preset and sets only the ``env`` keys the sweep varied, at the winner's values, under
 a header that records where the numbers came from.
@@ -9,7 +10,6 @@ a header that records where the numbers came from.
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import sys
 import time
@@ -22,7 +22,6 @@ import yaml
 from bootstrap import summary
 from bootstrap.report import is_secret, masked_override
 
-METRIC = "samples_per_s"
 PRESET_KEYS = ("env", "bootstrap_env")
 
 
@@ -35,19 +34,21 @@ class Job:
     directory: Path
     overrides: List[str]  # as Hydra recorded them (.hydra/overrides.yaml), unmasked
     report: Optional[dict]  # rank 0's report
-    status: str
-    speed: Optional[float]
+    row: summary.Row
+
+    @property
+    def status(self) -> str:
+        return self.row.status
 
 
 def _jobs(sweep_dir: Path) -> List[Job]:
     jobs = []
-    for overrides_file in sorted(sweep_dir.rglob(".hydra/overrides.yaml")):
-        job_dir = overrides_file.parent.parent
+    for job_dir in summary.job_dirs(sweep_dir):
         reports = summary.read_reports(job_dir)
-        report = reports[0] if reports else None
-        row = summary.row_from_reports(job_dir, reports) if reports else None
-        jobs.append(Job(job_dir, yaml.safe_load(overrides_file.read_text()) or [], report,
-                        row.status if row else "no report", row.samples_per_s if row else None))
+        row = summary.row_from_reports(job_dir, reports) if reports else \
+            summary.Row(job_dir.name, "", "no report", None, None)
+        overrides = yaml.safe_load((job_dir / ".hydra" / "overrides.yaml").read_text()) or []
+        jobs.append(Job(job_dir, overrides, reports[0] if reports else None, row))
     return jobs
 
 
@@ -67,20 +68,29 @@ def _preset_key(values: Dict[str, Any]) -> str:
     return next((k for k in PRESET_KEYS if k in values or any(v.startswith(f"{k}.") for v in values)), "env")
 
 
-def build(sweep_dir: Path, name: str) -> str:
+def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Optional[str] = None) -> str:
     """The YAML text of the tuned preset."""
     jobs = _jobs(sweep_dir)
     if not jobs:
         raise TuneError(f"{sweep_dir} holds no sweep jobs (no */.hydra/overrides.yaml). "
                         "Point tune at a multirun directory, e.g. multirun/2026-12-02/10-00-00.")
-    measured = sorted((j for j in jobs if j.speed is not None and math.isfinite(j.speed)), key=lambda j: -j.speed)
+    counts = ", ".join(f"{s}: {sum(j.status == s for j in jobs)}" for s in sorted({j.status for j in jobs}))
+    chosen = summary.objective_for([j.row for j in jobs], objective, mode)
+    if chosen is None:
+        if not any(j.status == "completed" for j in jobs):
+            raise TuneError(f"no job of {sweep_dir} completed with a metric to compare ({counts}). "
+                            "Fix the failing jobs and sweep again.")
+        raise TuneError(f"the jobs of {sweep_dir} report no metric to compare (none of "
+                        f"{', '.join(n for n, _ in summary.AUTO_OBJECTIVES)}). Name the one to use: --objective NAME.")
+    metric, direction = chosen
+    measured = sorted((j for j in jobs if summary.score(j.row, chosen) is not None),
+                      key=lambda j: -summary.score(j.row, chosen))
     if not any(j.status == "completed" for j in measured):
-        counts = ", ".join(f"{s}: {sum(j.status == s for j in jobs)}" for s in sorted({j.status for j in jobs}))
-        raise TuneError(f"no job of {sweep_dir} completed with a {METRIC} to compare ({counts}). "
-                        "Fix the failing jobs and sweep again.")
+        raise TuneError(f"no job of {sweep_dir} completed with a {metric} to compare ({counts}). "
+                        "Fix the failing jobs and sweep again, or choose another --objective.")
     winner = measured[0]
     if winner.status != "completed":
-        raise TuneError(f"the fastest job ({_shown(winner)}) has status '{winner.status}': a preset "
+        raise TuneError(f"the best job by {metric} ({_shown(winner)}) has status '{winner.status}': a preset "
                         "made from it would not run cleanly here. Sweep again without it, or fix its checks.")
     runner_up = measured[1] if len(measured) > 1 else None
 
@@ -113,9 +123,9 @@ def build(sweep_dir: Path, name: str) -> str:
         f"Tuned by `python -m bootstrap tune` on {time.strftime('%Y-%m-%d')} from {sweep_dir.resolve()}",
         f"machine: {found.get('cpus')} CPUs (affinity {found.get('cpu_affinity', '?')}), {gpus}, "
         f"torch {found.get('torch')}, python {found.get('python')}",
-        f"metric: {METRIC}, higher is better",
-        f"winner:    {winner.speed:.1f} {METRIC}  ({_shown(winner)})",
-        f"runner-up: {runner_up.speed:.1f} {METRIC}  ({_shown(runner_up)})" if runner_up
+        f"objective: {metric}, {'higher' if direction == 'max' else 'lower'} is better",
+        f"winner:    {winner.row.metrics[metric]:.6g} {metric}  ({_shown(winner)})",
+        f"runner-up: {runner_up.row.metrics[metric]:.6g} {metric}  ({_shown(runner_up)})" if runner_up
         else "runner-up: none (one measured job)",
         f"sweep varied: {', '.join(varied) or 'nothing'}",
     ]
@@ -134,6 +144,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("conf"),
                         help="the config directory to write into (default: ./conf, giving conf/env/<name>.yaml)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing preset file")
+    parser.add_argument("--objective", default=None,
+                        help="the metric to pick the winner by (default: samples_per_s if reported, else return)")
+    parser.add_argument("--mode", choices=summary.MODES, default=None,
+                        help="max or min (default: max for samples_per_s, min for anything else)")
     args = parser.parse_args(argv)
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", args.name):
         parser.error(f"--name {args.name!r}: use letters, digits, '_', '-' and '.' only")
@@ -143,7 +157,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise TuneError(f"{args.sweep_dir} is not a directory.")
         if target.exists() and not args.force:
             raise TuneError(f"{target} exists; pass --force to overwrite it.")
-        text = build(args.sweep_dir, args.name)
+        text = build(args.sweep_dir, args.name, args.objective, args.mode)
     except TuneError as error:
         print(f"bootstrap tune: {error}", file=sys.stderr)
         return 1

@@ -113,11 +113,20 @@ def check(requires: Requires, found: Found, device: str = "cpu") -> List[Check]:
     return checks
 
 
-def mismatch_message(preset_name: str, checks: List[Check], key: str = "env") -> str:
-    """One block listing every failed check and the two ways forward."""
+def mismatch_message(preset_name: str, checks: List[Check], key: str = "env", *, chosen_as: str = "",
+                     warn: bool = False) -> str:
+    """One block listing every failed check and the ways forward.
+
+    ``chosen_as`` is the prefix the job chose the preset with (``+`` for an app that
+    enabled the bootstrap with ``+env=...``), so the suggested command works there.
+    With ``warn``, the job goes on, and the message says so instead of suggesting it.
+    """
     failed = [c for c in checks if not c.ok]
     lines = [f"{key}={preset_name} does not fit this machine:"]
     lines += [f"  - {key}={preset_name} {c.fix}" for c in failed]
-    alternative = f"run with {key}=cpu_debug, or " if preset_name != "cpu_debug" else ""
-    lines.append(f"Fix: {alternative}with {key}.on_mismatch=warn to continue anyway.")
+    if warn:
+        lines.append(f"Continuing because {key}.on_mismatch=warn.")
+    else:
+        alternative = f"run with {chosen_as}{key}=cpu_debug, or " if preset_name != "cpu_debug" else ""
+        lines.append(f"Fix: {alternative}with {key}.on_mismatch=warn to continue anyway.")
     return "\n".join(lines)

@@ -49,7 +49,7 @@ def test_env_auto_resolves_to_cpu_debug_here_and_keeps_the_users_overrides(tmp_p
     report = json.loads((tmp_path / "out" / "bootstrap.json").read_text())
     assert (report["preset"], report["resolved"]) == ("auto", "auto -> cpu_debug (no CUDA device)")
     assert report["threads"]["intra_op"] == 1 and report["job"]["metrics"]["num_threads"] == 1
-    assert report["vars"]["TORCH_DISTRIBUTED_DEBUG"]["value"] == "DETAIL"  # cpu_debug's own variable
+    assert report["torch"]["matmul_precision"] == "highest"  # cpu_debug's own setting
     assert report["vars"]["MY_FLAG"]["source"] == "override"
     assert "resolved: auto -> cpu_debug (no CUDA device)" in proc.stdout + proc.stderr  # the log table
 
@@ -86,7 +86,7 @@ def test_sweep_tune_run(tmp_path):
     assert "defaults:\n- cpu_debug\n- _self_\n" in text  # the winner's base preset (auto resolved to it)
     assert f"threads:\n  intra_op: {winner_threads}\n" in text
     assert "train" not in text.split("defaults:")[1]  # only env keys the sweep varied
-    for fact in (f"from {sweep}", "machine: ", "metric: samples_per_s", "winner:", "runner-up:"):
+    for fact in (f"from {sweep}", "machine: ", "objective: samples_per_s, higher is better", "winner:", "runner-up:"):
         assert fact in text, fact
 
     out = tmp_path / "run"
@@ -127,7 +127,7 @@ def test_tune_refuses_a_winner_that_failed_its_checks(tmp_path):
     sweep = app_sweep(tmp_path, "env=cpu_debug,h100_probe", "env.on_mismatch=warn")
     proc = tune(tmp_path, sweep)
     assert proc.returncode == 1
-    assert "the fastest job (env=h100_probe env.on_mismatch=warn) has status 'completed, check failed'" in proc.stderr
+    assert "the best job by samples_per_s (env=h100_probe env.on_mismatch=warn) has status 'completed, check failed'" in proc.stderr
 
 
 def test_tune_does_not_overwrite_without_force(tmp_path):

@@ -31,7 +31,7 @@ def test_torchrun_two_ranks_share_one_directory_and_all_reduce(tmp_path):
         assert report["distributed"] | {"master_port": None} == {
             "launcher": "torchrun", "rank": rank, "local_rank": rank, "world_size": 2, "local_world_size": 2,
             "master_addr": "localhost", "master_port": None, "backend": "gloo", "process_group": "destroyed",
-            "mesh": {"dp": 2}}
+            "mesh": {"dp": 2}, "group_at_end": {"owner": "bootstrap", "backend": "gloo", "world_size": 2, "rank": rank}}
         assert report["threads"]["intra_op"] == max(1, len(os.sched_getaffinity(0)) // 2)
         assert report["job"]["status"] == "completed"
     assert reports[0]["seed"]["data_seed"] != reports[1]["seed"]["data_seed"]  # each rank its own data
@@ -40,6 +40,20 @@ def test_torchrun_two_ranks_share_one_directory_and_all_reduce(tmp_path):
     assert (run_dir / "train_stub.log").exists() and (run_dir / "train_stub.rank1.log").exists()
     assert "rank(s)" in (run_dir / "train_stub.log").read_text()  # rank 0 logs the aggregate
     assert "rank(s)" not in (run_dir / "train_stub.rank1.log").read_text()
+
+
+def test_accelerate_launch_is_recognised_as_torchrun(tmp_path):
+    # `accelerate launch --multi_gpu` starts its workers through torch.distributed.run; on a
+    # machine without a GPU they train on the CPU.
+    accelerate = Path(sys.executable).with_name("accelerate")
+    proc = run([str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+                "--mixed_precision", "no", "--dynamo_backend", "no", str(STUB), f"hydra.run.dir={tmp_path / 'run'}",
+                "train.steps=10"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reports = [json.loads((tmp_path / "run" / f"bootstrap.rank{r}.json").read_text()) for r in (0, 1)]
+    assert [(r["distributed"]["launcher"], r["distributed"]["rank"], r["distributed"]["world_size"],
+             r["job"]["status"]) for r in reports] == [("torchrun", 0, 2, "completed"), ("torchrun", 1, 2, "completed")]
+    assert reports[0]["job"]["metrics"]["final_loss"] == reports[1]["job"]["metrics"]["final_loss"]
 
 
 def test_submitit_local_two_tasks_per_job(tmp_path):

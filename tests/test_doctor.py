@@ -29,7 +29,7 @@ def test_passing_preset_prints_machine_checks_and_variables_and_exits_0(tmp_path
     for fact in ("python", "torch", "CUDA", "cuDNN", "NCCL", "GPUs", "compute capability", "CPUs", "launcher"):
         assert f"\n  {fact} " in out, fact
     assert f"affinity {'0-1' if len(os.sched_getaffinity(0)) == 2 else ''}" in out
-    assert "TORCH_DISTRIBUTED_DEBUG     DETAIL  preset  now" in out
+    assert "PYTHONHASHSEED  0      preset  child processes (this process: through torch)" in out
     assert list(tmp_path.iterdir()) == []  # no output directory, nothing written
 
 
@@ -88,7 +88,7 @@ def test_another_apps_config(tmp_path):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["env=nope"], "unknown preset 'nope'. Presets that exist: a100, auto, cpu_debug, h100."),
+    (["env=nope"], "unknown preset 'nope'. Presets that exist: a100, auto, cpu_debug, cpu_debug_detail, h100."),
     (["env.threds=1"], "threds"),
     (["env.threads.intra_op=abc"], "env.threads.intra_op='abc' is not a thread count"),
     (["--config-path", "/no/such/dir"], "no such directory"),

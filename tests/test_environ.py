@@ -119,3 +119,35 @@ def test_secret_names_and_overrides_are_masked():
     assert masked_override("env.threads.intra_op=2") == "env.threads.intra_op=2"
     assert masked_override("env.vars={HF_TOKEN:hf_x,OTHER:1}") == "env.vars=***"  # a secret inside a dict
     assert masked_override("env.vars={OTHER:1}") == "env.vars={OTHER:1}"
+
+
+def test_a_value_a_parent_bootstrap_exported_is_not_the_users():
+    inherited = {"A": "parent", "HYDRA_TRAIN_BOOTSTRAP_EXPORTED": "A"}
+    d = decide({"A": "mine"}, environ=inherited)["A"]
+    assert (d.value, d.source, d.changes_environ) == ("mine", "preset", True)
+    assert "parent process's bootstrap exported" in d.note
+    # the same value from the user's own shell still wins
+    assert decide({"A": "mine"}, environ={"A": "parent"})["A"].source == "shell"
+
+
+def test_apply_lists_what_it_wrote_for_child_processes():
+    environ = {"HYDRA_TRAIN_BOOTSTRAP_EXPORTED": "OLD,GONE", "OLD": "1"}
+    apply_vars(plan_vars({"A": "1", "B": "2"}, {"B": "2"}, {}, set(), FRESH), environ)
+    assert environ["HYDRA_TRAIN_BOOTSTRAP_EXPORTED"] == "A,OLD"  # B was the user's; GONE is no longer set
+
+
+def test_a_late_variable_that_ranks_must_agree_on_is_withheld():
+    environ = {}
+    plan = decide({"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "CUDA_LAUNCH_BLOCKING": "1"}, state=CUDA_UP)
+    cublas = plan["CUBLAS_WORKSPACE_CONFIG"]
+    assert (cublas.withheld, cublas.changes_environ, cublas.effective, cublas.warn) == (True, False, False, True)
+    assert "not set" in cublas.note
+    apply_vars(plan.values(), environ)
+    assert "CUBLAS_WORKSPACE_CONFIG" not in environ and environ["CUDA_LAUNCH_BLOCKING"] == "1"  # children only
+    assert not decide({"CUBLAS_WORKSPACE_CONFIG": ":4096:8"})["CUBLAS_WORKSPACE_CONFIG"].withheld  # in time
+
+
+def test_the_distributed_debug_level_is_applied_through_torch_so_it_counts_as_effective():
+    d = decide({"TORCH_DISTRIBUTED_DEBUG": "INFO"})["TORCH_DISTRIBUTED_DEBUG"]
+    assert (d.effective, d.changes_environ, d.warn, d.withheld) == (True, True, False, False)
+    assert reader_for("TORCH_DISTRIBUTED_DEBUG").apply_now == "distributed_debug"

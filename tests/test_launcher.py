@@ -114,3 +114,45 @@ def test_inconsistent_values_fail_before_any_connection(environ, fragment):
     with pytest.raises(ConfigError) as err:
         detect(environ)
     assert fragment in str(err.value)
+
+
+# As a rank that Lightning's `ddp` strategy re-launched sees it (Lightning 2.6, 2 devices, one node):
+# rank 0's environment copied, with LOCAL_RANK, NODE_RANK, WORLD_SIZE, MASTER_ADDR/PORT, and no RANK.
+LIGHTNING_RANK1 = {"LOCAL_RANK": "1", "NODE_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                   "MASTER_PORT": "41231", "HYDRA_TRAIN_BOOTSTRAP_EXPORTED": "PYTHONHASHSEED"}
+
+
+def test_a_rank_lightning_relaunched():
+    launch = detect(LIGHTNING_RANK1)
+    assert launch == Launch("lightning", rank=1, local_rank=1, world_size=2, local_world_size=2,
+                            master_addr="127.0.0.1", master_port=41231)
+    assert launch.framework_makes_group and not launch.exports_rendezvous
+
+
+def test_lightning_on_a_later_node_needs_the_ranks_per_node():
+    on_node_1 = {**LIGHTNING_RANK1, "NODE_RANK": "1", "WORLD_SIZE": "4"}
+    with pytest.raises(ConfigError, match="Export LOCAL_WORLD_SIZE=<trainer.devices>"):
+        detect(on_node_1)
+    assert detect({**on_node_1, "LOCAL_WORLD_SIZE": "2"}).rank == 3
+
+
+def test_torchrun_wins_over_lightning_variables():
+    # Lightning inside torchrun uses torchrun's ranks (TorchElasticEnvironment): RANK is set.
+    assert detect({**LIGHTNING_RANK1, **TORCHRUN_RANK1}).launcher == "torchrun"
+
+
+def test_the_detector_table_is_the_precedence():
+    from bootstrap.launcher import DETECTORS, Launcher
+
+    assert [name for name, _ in DETECTORS] == [Launcher.torchrun, Launcher.lightning, Launcher.submitit,
+                                               Launcher.slurm]
+
+
+def test_the_first_host_of_a_huge_node_list_is_found_without_expanding_it():
+    from bootstrap.launcher import first_host, tasks_on_node
+
+    assert first_host("n[0-9999999]") == "n0"
+    assert first_host("rack[2-3]-n[07-09],gpu5") == "rack2-n07"
+    assert first_host("") is None
+    assert tasks_on_node("2(x9999999),1", 9999999) == 1
+    assert detect({**SRUN_TASK5, "SLURM_NODELIST": "n[0-9999999]"}).master_addr == "n0"

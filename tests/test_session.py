@@ -128,3 +128,63 @@ def test_a_mesh_is_only_checked_where_there_is_a_group_to_build_it_on(clean_envi
         assert session.mesh is None and session.report["distributed"]["process_group"] == "none"
     with pytest.raises(bootstrap.ConfigError, match="1 is not divisible by 2"):
         bootstrap.initialize({"distributed": {"mesh": {"dp": -1, "tp": 2}, "init": "always"}}).apply()
+
+
+def test_the_distributed_debug_level_reaches_this_process_and_is_restored(clean_environ, monkeypatch, tmp_path):
+    import torch.distributed as dist
+
+    monkeypatch.delenv("TORCH_DISTRIBUTED_DEBUG", raising=False)
+    before = dist.get_debug_level()
+    with bootstrap.initialize({"vars": {"TORCH_DISTRIBUTED_DEBUG": "INFO"}}, output_dir=tmp_path):
+        assert dist.get_debug_level() == dist.DebugLevel.INFO  # not only in the ranks it would start
+    assert dist.get_debug_level() == before and "TORCH_DISTRIBUTED_DEBUG" not in os.environ
+    report = json.loads((tmp_path / "bootstrap.json").read_text())
+    assert report["vars"]["TORCH_DISTRIBUTED_DEBUG"]["effective"] is True
+
+
+def test_a_bad_debug_level_names_the_key_and_changes_nothing(clean_environ, monkeypatch):
+    monkeypatch.delenv("TORCH_DISTRIBUTED_DEBUG", raising=False)
+    env_before, torch_before = dict(os.environ), torch_settings()
+    with pytest.raises(ConfigError, match=r"TORCH_DISTRIBUTED_DEBUG='LOUD' is not a debug level"):
+        bootstrap.initialize({"vars": {"TORCH_DISTRIBUTED_DEBUG": "LOUD"}}).apply()
+    assert dict(os.environ) == env_before and torch_settings() == torch_before
+
+
+def test_auto_threads_in_one_process_leave_the_thread_variables_to_frameworks(clean_environ, tmp_path):
+    # Lightning and torchrun divide the CPUs among the processes they start only where
+    # OMP_NUM_THREADS is unset: an exported "all CPUs" would oversubscribe their ranks.
+    with bootstrap.initialize({}, output_dir=tmp_path):
+        assert "OMP_NUM_THREADS" not in os.environ and "MKL_NUM_THREADS" not in os.environ
+    with bootstrap.initialize({"threads": {"intra_op": 1}}):
+        assert os.environ["OMP_NUM_THREADS"] == "1"  # an explicit count is exported, for child processes
+
+
+def test_seed_null_leaves_seeding_to_the_app_and_a_reseed_is_recorded(clean_environ, tmp_path):
+    with bootstrap.initialize({"seed": None}, output_dir=tmp_path) as session:
+        assert session.data_seed is None and "PYTHONHASHSEED" not in os.environ
+    report = json.loads((tmp_path / "bootstrap.json").read_text())
+    assert (report["seed"]["value"], report["seed"]["generators"], report["seed"]["task_seed"]) == (None, [], None)
+
+    with bootstrap.initialize({"seed": 3}, output_dir=tmp_path):
+        torch.manual_seed(12345)  # as Lightning's seed_everything does after the bootstrap
+    assert json.loads((tmp_path / "bootstrap.json").read_text())["seed"]["task_seed"] == 12345
+
+
+def test_the_group_a_task_made_itself_is_recorded_at_job_end(clean_environ, tmp_path):
+    import torch.distributed as dist
+
+    with bootstrap.initialize({}, output_dir=tmp_path):
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        report = json.loads((tmp_path / "bootstrap.json").read_text())
+        assert report["distributed"]["process_group"] == "none"
+        assert report["distributed"]["group_at_end"] == {"owner": "framework", "backend": "gloo", "world_size": 1,
+                                                         "rank": 0}
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_number_returned_by_the_task_is_recorded(clean_environ, tmp_path):
+    session = bootstrap.initialize({}, output_dir=tmp_path).apply()
+    session.close("completed", metrics=torch.tensor(0.125))
+    assert json.loads((tmp_path / "bootstrap.json").read_text())["job"]["metrics"] == {"return": 0.125}

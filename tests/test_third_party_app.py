@@ -110,7 +110,7 @@ def test_their_preset_extends_ours(python, app):
     proc = run_app(python, app, f"hydra.run.dir={out}", "env=probe")
     assert proc.returncode == 0, proc.stderr
     assert observed(out)["probe"] == "from_probe"
-    assert report(out)["vars"]["TORCH_DISTRIBUTED_DEBUG"]["value"] == "DETAIL"  # inherited from cpu_debug
+    assert report(out)["vars"]["TORCH_DISTRIBUTED_DEBUG"]["value"] == "DETAIL"  # inherited from cpu_debug_detail
 
 
 def test_an_app_with_its_own_env_group_uses_bootstrap_env(python, app):

@@ -34,7 +34,7 @@ def test_h100_on_this_cpu_machine_stops_before_the_task(run_stub):
     assert TRACEBACK not in run.output
     assert TRAINING_LOG not in run.output  # the task did not run
     job = run.report["job"]
-    assert (job["status"], job["metrics"]) == ("check_failed", None) and "needs CUDA" in job["error"]
+    assert (job["status"], job["metrics"]) == ("check_failed", {}) and "needs CUDA" in job["error"]
 
 
 def test_full_error_shows_the_traceback(run_stub):
@@ -59,21 +59,22 @@ def test_one_intra_op_thread_inside_the_task(run_stub):
 
 
 def test_shell_variable_beats_the_preset(run_stub):
-    run = run_stub("train.steps=0", env=clean_env(TORCH_DISTRIBUTED_DEBUG="INFO"))
+    run = run_stub("env=cpu_debug_detail", "train.steps=0", env=clean_env(TORCH_DISTRIBUTED_DEBUG="INFO"))
     assert run.returncode == 0, run.output
     assert run.report["vars"]["TORCH_DISTRIBUTED_DEBUG"]["source"] == "shell"
     assert run.report["vars"]["TORCH_DISTRIBUTED_DEBUG"]["value"] == "INFO"
 
 
 def test_env_set_beats_the_preset(run_stub):
-    run = run_stub("train.steps=0", "+hydra.job.env_set.TORCH_DISTRIBUTED_DEBUG=OFF")
+    run = run_stub("env=cpu_debug_detail", "train.steps=0", "+hydra.job.env_set.TORCH_DISTRIBUTED_DEBUG=OFF")
     assert run.returncode == 0, run.output
     assert run.report["vars"]["TORCH_DISTRIBUTED_DEBUG"] | {"note": ""} == {
         "value": "OFF", "source": "env_set", "effective": True, "note": ""}
 
 
 def test_command_line_values_are_recorded_as_overrides(run_stub):
-    run = run_stub("train.steps=0", "env.vars.TORCH_DISTRIBUTED_DEBUG=INFO", "+env.vars.MY_FLAG=true",
+    run = run_stub("env=cpu_debug_detail", "train.steps=0", "env.vars.TORCH_DISTRIBUTED_DEBUG=INFO",
+                   "+env.vars.MY_FLAG=true",
                    env=clean_env(TORCH_DISTRIBUTED_DEBUG="OFF"))
     assert run.returncode == 0, run.output
     vars_ = run.report["vars"]

@@ -75,3 +75,11 @@ def test_h100_requirements_on_this_kind_of_machine_list_every_failure_with_its_f
 def test_a100_preset_on_h100_hardware_passes():
     checks = check(Requires(compute_capability="8.0", gpus=1), H100_BOX, device="cuda")
     assert all(c.ok for c in checks)
+
+
+def test_mismatch_message_suggests_the_form_that_works_in_the_app():
+    checks = check(Requires(gpus=1), CPU_BOX)
+    assert "run with +env=cpu_debug, or with env.on_mismatch=warn" in mismatch_message("h100", checks,
+                                                                                       chosen_as="+")
+    warned = mismatch_message("h100", checks, warn=True)
+    assert "Continuing because env.on_mismatch=warn." in warned and "to continue anyway" not in warned
