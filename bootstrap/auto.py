@@ -50,12 +50,19 @@ def choose(found: Found) -> Choice:
 
 
 def env_overrides(task_overrides: Sequence[str], key: str) -> List[str]:
-    """The job's own overrides of keys under ``key`` (not the preset choice itself)."""
+    """The job's own overrides of keys under ``key`` (not the preset choice itself), to re-apply
+    on the chosen preset.
+
+    They were written against ``auto.yaml``, which sets no variables: a variable of the
+    chosen preset had to be added there (``+env.vars.X=1``) but exists in the chosen one,
+    where ``+`` would fail. So every override is re-applied as ``++`` (add or override);
+    deletions (``~``) stay as they are.
+    """
     picked = []
     for override in task_overrides:
-        lhs = override.split("=", 1)[0].lstrip("+~")
-        if lhs.startswith(f"{key}."):
-            picked.append(override)
+        lhs = override.split("=", 1)[0]
+        if lhs.lstrip("+~").startswith(f"{key}."):
+            picked.append(override if lhs.startswith("~") else "++" + override.lstrip("+"))
     return picked
 
 

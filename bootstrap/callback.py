@@ -7,6 +7,7 @@ session of the running job, so joblib and submitit can pickle it.
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import sys
@@ -21,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf, read_write
 
 from bootstrap.environ import EnvironSnapshot
 from bootstrap.errors import BootstrapError
-from bootstrap.report import masked_override
+from bootstrap.masking import masked_overrides_line, masked_text
 from bootstrap.session import Session
 
 # Where the callback looks for the preset when config_key is not set. bootstrap_env
@@ -43,18 +44,21 @@ def explicit_var_names(task_overrides, key: str = "env") -> set:
     return names
 
 
-def _stop_job(error: Exception, job_overrides: Optional[list]) -> None:
-    """End the job before the task runs.
+def _stop(error: Exception, where: str, overrides: Optional[list] = None, multirun: bool = False) -> None:
+    """End the process with a clear message instead of Hydra's warning.
 
-    Hydra turns an Exception raised in a callback into a warning and runs the task
-    anyway, so a plain raise would not stop anything. SystemExit does: Hydra lets it
-    through, Python prints its message without a traceback and exits 1. An unexpected
-    error (a rendezvous that failed, an unwritable output directory) stops the job too.
+    Hydra turns an Exception raised in a callback into a warning and goes on (for
+    on_job_start: runs the task anyway), so a plain raise would stop nothing. SystemExit
+    does: Hydra lets it through, Python prints its message without a traceback and
+    exits 1. Whatever the failure (a failed check, a config that cannot even be read,
+    a rendezvous that failed, an unwritable directory), the message is masked.
     """
-    message = f"Error: {error}" if isinstance(error, BootstrapError) else \
-        f"Error: the bootstrap could not start this job: {type(error).__name__}: {error}"
-    if job_overrides is not None:
-        message += f"\n(in the multirun job with overrides: {' '.join(job_overrides) or '(none)'})"
+    overrides = overrides or []
+    text = str(error) if isinstance(error, BootstrapError) else f"{type(error).__name__}: {error}"
+    message = f"Error: {masked_text(text, overrides)}" if isinstance(error, BootstrapError) else \
+        f"Error: the bootstrap failed in {where}: {masked_text(text, overrides)}"
+    if where == "on_job_start" and multirun:
+        message += f"\n(in the multirun job with overrides: {masked_overrides_line(' '.join(overrides)) or '(none)'})"
     if os.environ.get("HYDRA_FULL_ERROR") == "1":
         traceback.print_exception(error, file=sys.stderr)
     if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # torchrun's failure summary then shows this message
@@ -62,6 +66,30 @@ def _stop_job(error: Exception, job_overrides: Optional[list]) -> None:
 
         write_elastic_error_file(message, int(time.time()))
     raise SystemExit(message) from error
+
+
+def _guarded(hook):
+    """Every hook: an exception stops the process with a message, never a mere warning."""
+    @functools.wraps(hook)
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            hook(self, *args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - Hydra would only warn
+            _stop(error, hook.__name__, self._overrides, self._multirun)
+        except KeyboardInterrupt:
+            # Ctrl-C in a hook (a rendezvous waiting for a peer): the session has restored the
+            # process and recorded "interrupted"; end as a shell expects (130), without a traceback.
+            print(f"Interrupted in {hook.__name__}: the process was restored and the job recorded as "
+                  "interrupted.", file=sys.stderr)
+            raise SystemExit(130) from None
+    return run
+
+
+def typed_overrides(config: DictConfig) -> list:
+    """The job's command-line overrides as typed. Reading ``hydra.overrides.task`` through
+    OmegaConf would resolve interpolations inside the strings: a secret's value from
+    ``${oc.env:HF_TOKEN}``, or an error for ``${.lr}``."""
+    return [str(o) for o in OmegaConf.to_container(config.hydra.overrides.task, resolve=False)]
 
 
 def _log_to_own_file(rank: int) -> None:
@@ -100,12 +128,16 @@ class BootstrapCallback(Callback):
         self.mode = mode  # max | min; None: max for samples_per_s, min for anything else
         self._session: Optional[Session] = None
         self._launcher_environ: Optional[EnvironSnapshot] = None
+        self._overrides: list = []  # the running job's, as typed: error messages mask their secrets
+        self._multirun = False
+        self._log_filter: Optional[_MaskOverrides] = None
 
     def __getstate__(self) -> dict:
         # joblib and submitit pickle the callback after on_multirun_start, submitit onto
         # disk: the launching process's environment (secrets included) must not travel.
         return {"config_key": self.config_key, "objective": self.objective, "mode": self.mode,
-                "_session": None, "_launcher_environ": None}
+                "_session": None, "_launcher_environ": None, "_overrides": [], "_multirun": False,
+                "_log_filter": None}
 
     def _find_preset(self, config: DictConfig):
         keys = (self.config_key,) if self.config_key else DEFAULT_KEYS
@@ -118,6 +150,7 @@ class BootstrapCallback(Callback):
             f"Choose a preset: add '- {keys[-1]}: cpu_debug' to the defaults list, or pass +{keys[-1]}=cpu_debug."
         )
 
+    @_guarded
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Under torchrun, before Hydra makes the output directory: all ranks share rank 0's."""
         if os.environ.get("RANK") is None or int(os.environ.get("WORLD_SIZE", "1")) <= 1:
@@ -128,29 +161,29 @@ class BootstrapCallback(Callback):
         with read_write(config.hydra):
             config.hydra.run.dir = run_dir
 
+    @_guarded
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._overrides, self._multirun = [], False
+        self._overrides = typed_overrides(config)
         hydra_cfg = config.hydra
-        task_overrides = list(hydra_cfg.overrides.task)
-        multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"
-        try:
-            key, env_cfg = self._find_preset(config)
-            session = Session(
-                env_cfg,
-                name=hydra_cfg.runtime.choices.get(key),
-                key=key,
-                env_set=hydra_cfg.job.env_set,
-                overrides=explicit_var_names(task_overrides, key),
-                output_dir=hydra_cfg.runtime.output_dir,
-                job_overrides=task_overrides,
-                job_num=hydra_cfg.job.get("num"),
-            )
-            if session.detect_launch().rank > 0:
-                _log_to_own_file(session.rank)
-            session.apply()
-        except Exception as error:  # noqa: BLE001 - Hydra would only warn and run the task anyway
-            _stop_job(error, [masked_override(o) for o in task_overrides] if multirun else None)
+        self._multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"
+        key, env_cfg = self._find_preset(config)
+        session = Session(
+            env_cfg,
+            name=hydra_cfg.runtime.choices.get(key),
+            key=key,
+            env_set=hydra_cfg.job.env_set,
+            overrides=explicit_var_names(self._overrides, key),
+            output_dir=hydra_cfg.runtime.output_dir,
+            job_overrides=self._overrides,
+            job_num=hydra_cfg.job.get("num"),
+        )
+        if session.detect_launch().rank > 0:
+            _log_to_own_file(session.rank)
+        session.apply()
         self._session = session
 
+    @_guarded
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         session, self._session = self._session, None
         if session is None:
@@ -161,19 +194,50 @@ class BootstrapCallback(Callback):
             # JobReturn.return_value re-raises the task's exception; _return_value holds it.
             session.close("failed", error=getattr(job_return, "_return_value", None))
 
+    @_guarded
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Jobs restore what they change, but a launcher may change the launching
         # process too (joblib's loky sets KMP_INIT_AT_FORK): undo that at the end.
         self._launcher_environ = EnvironSnapshot(os.environ)
+        # The launchers log each job's overrides as typed ("#3 : a=b"): mask them for the sweep.
+        self._log_filter = _MaskOverrides()
+        self._log_filter.install()
         # Hydra skips on_multirun_end when a job failed or a check stopped the sweep,
         # and those are the sweeps whose summary matters most. atexit covers them.
         if os.environ.get("RANK", "0") == "0":
             atexit.register(write_sweep_summary, str(config.hydra.sweep.dir), self.objective, self.mode)
 
+    @_guarded
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         atexit.unregister(write_sweep_summary)
-        if os.environ.get("RANK", "0") == "0":  # a multirun under torchrun: rank 0 alone writes the summary
-            write_sweep_summary(str(config.hydra.sweep.dir), self.objective, self.mode)
-        if self._launcher_environ is not None:
-            self._launcher_environ.restore()
-            self._launcher_environ = None
+        try:
+            if os.environ.get("RANK", "0") == "0":  # a multirun under torchrun: rank 0 alone writes the summary
+                write_sweep_summary(str(config.hydra.sweep.dir), self.objective, self.mode)
+        finally:  # a summary that could not be written must not leave the launching process changed
+            if self._log_filter is not None:
+                self._log_filter.remove()
+                self._log_filter = None
+            if self._launcher_environ is not None:
+                self._launcher_environ.restore()
+                self._launcher_environ = None
+
+
+class _MaskOverrides(logging.Filter):
+    """Masks secret values in the launchers' per-job log lines (``\t#3 : +env.vars.HF_TOKEN=...``)."""
+
+    LOGGERS = ("hydra._internal.core_plugins.basic_launcher", "hydra_plugins.hydra_joblib_launcher._core",
+               "hydra_plugins.hydra_submitit_launcher.submitit_launcher")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        head, sep, overrides = message.partition(" : ")
+        record.msg, record.args = (head + sep + masked_overrides_line(overrides)) if sep else message, None
+        return True
+
+    def install(self) -> None:
+        for name in self.LOGGERS:
+            logging.getLogger(name).addFilter(self)
+
+    def remove(self) -> None:
+        for name in self.LOGGERS:
+            logging.getLogger(name).removeFilter(self)

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import datetime
 import os
+import threading
 import time
 from dataclasses import dataclass
-from typing import Dict, Mapping, MutableMapping, Optional, Tuple
+from typing import Callable, Dict, Generic, List, Mapping, MutableMapping, Optional, Tuple, TypeVar
 
 import torch
 import torch.distributed as dist
 
+from bootstrap.errors import BootstrapError
 from bootstrap.launcher import Launch, SubmititJob
+
+T = TypeVar("T")
 
 
 def submitit_job(environ: Mapping[str, str]) -> Optional[SubmititJob]:
@@ -73,34 +77,151 @@ def group_in_use(made_here: bool) -> Optional[dict]:
             "world_size": dist.get_world_size(), "rank": dist.get_rank()}
 
 
-def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape: Optional[Dict[str, int]],
-          create: bool) -> ProcessGroup:
-    """Create the process group (or adopt an existing one) and build the mesh."""
+# How often the waiting thread wakes up. A signal wakes it sooner (a lock wait is
+# interrupted on POSIX); the poll is for platforms where it is not.
+POLL_S = 0.1
+
+
+class _Worker(threading.Thread, Generic[T]):
+    """Runs one blocking start-up step (a rendezvous) off the main thread.
+
+    torch waits for peers in C++ with the GIL released, and Python runs signal handlers
+    only in the main thread, between bytecodes: a rendezvous run in the main thread keeps
+    Ctrl-C and SIGTERM waiting until it returns, up to ``timeout_s``. Here the main thread
+    only waits for this thread, and that wait is interruptible.
+
+    If the waiting thread gives up (``cancel``), whatever the step still makes is
+    discarded by this thread when it is made, so nothing outlives the interrupted start.
+    A daemon: a process that is exiting does not wait for a peer that never comes.
+    """
+
+    def __init__(self, work: Callable[[], T], discard: Callable[[T], None], name: str):
+        super().__init__(name=name, daemon=True)
+        self._work: Optional[Callable[[], T]] = work
+        self._discard = discard
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self.result: Optional[T] = None
+        self.error: Optional[BaseException] = None
+        # Waited on instead of join(): in Python 3.11 a join() that a signal interrupts
+        # marks the thread stopped while it still runs (the bpo-45274 fix releases its lock).
+        self.finished = threading.Event()
+
+    def run(self) -> None:
+        work, self._work = self._work, None
+        try:
+            result = work()
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread, which raises it
+            self.error = error  # (or drops it, when it has given up: no "Exception in thread" noise)
+            self.finished.set()
+            return
+        with self._lock:
+            if not self._cancelled:
+                self.result = result
+                self.finished.set()
+                return
+        try:
+            self._discard(result)  # made after the waiting thread gave up: nobody will use it
+        except BaseException:  # noqa: BLE001 - nothing is left to tell
+            pass
+        finally:
+            self.finished.set()
+
+    def cancel(self) -> Optional[T]:
+        """Give up waiting. Returns what the step made already (the caller discards it), else None."""
+        with self._lock:
+            self._cancelled = True
+            result, self.result = self.result, None
+        return result
+
+
+# Rendezvous whose waiting thread was interrupted but that still wait for their peers (until
+# timeout_s). One holds MASTER_PORT (rank 0 hosts the store there): a new one must not start.
+_abandoned: List[_Worker] = []
+
+
+def run_interruptibly(work: Callable[[], T], discard: Callable[[T], None], name: str) -> T:
+    """``work()``, run in a daemon thread while the calling thread waits in short, interruptible polls.
+
+    A signal handler (KeyboardInterrupt, the session's SIGTERM -> SystemExit) raises in the
+    waiting thread within about ``POLL_S``; what ``work`` made by then, or makes later, is
+    passed to ``discard``. The worker's own exception is raised in the calling thread.
+    """
+    worker: _Worker[T] = _Worker(work, discard, name)
+    try:
+        worker.start()  # (a signal can interrupt start() too, after the thread runs)
+        while not worker.finished.wait(POLL_S):
+            pass
+    except BaseException:
+        made = worker.cancel()
+        if not worker.finished.is_set():
+            _abandoned.append(worker)
+        if made is not None:
+            discard(made)
+        raise
+    if worker.error is not None:
+        error, worker.error = worker.error, None
+        raise error
+    return worker.result  # type: ignore[return-value]
+
+
+def _check_no_abandoned_rendezvous() -> None:
+    _abandoned[:] = [w for w in _abandoned if not w.finished.is_set()]
+    if _abandoned:
+        raise BootstrapError(
+            "An interrupted rendezvous of this process is still waiting for its peers (it gives up after "
+            "env.distributed.timeout_s) and may hold MASTER_PORT. Start the job in a new process.")
+
+
+def _make_group(state: str, launch: Launch, backend: str, timeout_s: int, device: str,
+                mesh_shape: Optional[Dict[str, int]]) -> ProcessGroup:
+    """The blocking part of :func:`start`; runs in the rendezvous thread."""
     if device.startswith("cuda"):
-        # Before init_process_group: NCCL binds each rank's communicator to the current device.
-        torch.cuda.set_device(torch.device(device))
-    if dist.is_available() and dist.is_initialized():
-        group = ProcessGroup("existing")
-    elif create:
+        torch.cuda.set_device(torch.device(device))  # the current CUDA device is per thread
+    group = ProcessGroup(state)
+    if state == "created":
         # A 1-rank group needs no rendezvous: an in-memory store, no port to pick.
         kwargs = {"store": dist.HashStore()} if launch.world_size == 1 else {"init_method": "env://"}
         if device.startswith("cuda"):
             kwargs["device_id"] = torch.device(device)  # NCCL starts eagerly, not at the first collective
         dist.init_process_group(backend=backend, rank=launch.rank, world_size=launch.world_size,
                                 timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
-        group = ProcessGroup("created")
-    else:
-        return ProcessGroup("none")
     if mesh_shape:
         from torch.distributed.device_mesh import init_device_mesh
 
         try:
+            # Its sub-groups wait for their peers too. (torch >= 2.13 keeps no per-thread
+            # mesh state but the `with mesh:` stack, so a mesh built here serves the main thread.)
             group.mesh = init_device_mesh(device.split(":")[0], tuple(mesh_shape.values()),
                                           mesh_dim_names=tuple(mesh_shape))
         except BaseException:
             group.teardown()  # a group made here must not outlive a failed start
             raise
     return group
+
+
+def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape: Optional[Dict[str, int]],
+          create: bool) -> ProcessGroup:
+    """Create the process group (or adopt an existing one) and build the mesh.
+
+    The wait for the other ranks runs in a daemon thread (see :func:`run_interruptibly`):
+    Ctrl-C, or SIGTERM once the session has made it SystemExit, ends the wait at once
+    and propagates from here, with no group left behind, now or when the peers arrive.
+    """
+    if device.startswith("cuda"):
+        # Before init_process_group: NCCL binds each rank's communicator to the current device.
+        torch.cuda.set_device(torch.device(device))
+    if dist.is_available() and dist.is_initialized():
+        state = "existing"
+    elif create:
+        state = "created"
+        _check_no_abandoned_rendezvous()
+    else:
+        return ProcessGroup("none")
+    if state == "existing" and not mesh_shape:
+        return ProcessGroup(state)
+    return run_interruptibly(lambda: _make_group(state, launch, backend, timeout_s, device, mesh_shape),
+                             ProcessGroup.teardown, "bootstrap-rendezvous")
 
 
 def agree_on_run_dir(run_dir: str, environ: Mapping[str, str] = os.environ, timeout_s: int = 300) -> str:
@@ -113,14 +234,19 @@ def agree_on_run_dir(run_dir: str, environ: Mapping[str, str] = os.environ, time
     """
     if environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or int(environ.get("WORLD_SIZE", "1")) <= 1:
         return run_dir
-    store = dist.TCPStore(environ["MASTER_ADDR"], int(environ["MASTER_PORT"]), is_master=False,
-                          timeout=datetime.timedelta(seconds=timeout_s))
+    addr, port, rank = environ["MASTER_ADDR"], int(environ["MASTER_PORT"]), environ.get("RANK")
     key = (f"hydra_train_bootstrap/{environ.get('TORCHELASTIC_RUN_ID', '')}/"
            f"{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/run_dir")
-    if environ.get("RANK") == "0":
-        store.set(key, run_dir)
-        return run_dir
-    return store.get(key).decode()  # waits until rank 0 has set it
+
+    def exchange() -> str:
+        store = dist.TCPStore(addr, port, is_master=False, timeout=datetime.timedelta(seconds=timeout_s))
+        if rank == "0":
+            store.set(key, run_dir)
+            return run_dir
+        return store.get(key).decode()  # waits until rank 0 has set it
+
+    # Off the main thread, like the rendezvous: Ctrl-C must not wait for rank 0.
+    return run_interruptibly(exchange, lambda _: None, "bootstrap-run-dir")
 
 
 FIRST_FAILURE_KEY = "hydra_train_bootstrap/first_failure"

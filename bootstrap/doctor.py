@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from bootstrap.errors import BootstrapError
-from bootstrap.report import masked_text
+from bootstrap.masking import masked_text
 
 PACKAGED_CONF = Path(__file__).resolve().parent / "conf"  # this repository's conf/ (a link), or the wheel's copy
 FALLBACK_CONFIG = "bootstrap_doctor"  # used when the package has no train_stub config (installed from a wheel)
@@ -84,13 +84,13 @@ def _presets() -> List[str]:
 
 def preview(cfg) -> dict:
     """The report the bootstrap would write for this config, without applying it."""
-    from bootstrap.callback import DEFAULT_KEYS, explicit_var_names
+    from bootstrap.callback import DEFAULT_KEYS, explicit_var_names, typed_overrides
     from bootstrap.session import Session
 
     key = next((k for k in DEFAULT_KEYS if k in cfg), None)
     if key is None:
         raise UsageError("The composed config has no 'env' node: choose a preset, e.g. env=cpu_debug.")
-    task_overrides = list(cfg.hydra.overrides.task)
+    task_overrides = typed_overrides(cfg)
     session = Session(cfg[key], name=cfg.hydra.runtime.choices.get(key), key=key, env_set=cfg.hydra.job.env_set,
                       overrides=explicit_var_names(task_overrides, key), job_overrides=task_overrides)
     return session.preview()
@@ -159,7 +159,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         report = diagnose(args.config_path, args.config_name, args.overrides)
     except (UsageError, BootstrapError) as error:
-        print(f"bootstrap doctor: {error}", file=sys.stderr)
+        print(f"bootstrap doctor: {masked_text(str(error), args.overrides)}", file=sys.stderr)
+        return 2
+    except Exception as error:  # noqa: BLE001 - any input gets a message and an exit status, never a traceback
+        first = str(error).splitlines()[0] if str(error) else ""
+        print(f"bootstrap doctor: {type(error).__name__}: {masked_text(first, args.overrides)}", file=sys.stderr)
         return 2
     print(json.dumps(report, indent=2) if args.json else format_text(report))
     return 0 if all(c["ok"] for c in report["checks"]) else 1

@@ -27,7 +27,7 @@ from typing import Any, Collection, Dict, Iterable, List, Mapping, MutableMappin
 
 from bootstrap.errors import ConfigError
 from bootstrap.readers import ProcessState, reader_for
-from bootstrap.report import masked  # notes quote values: a secret's must not appear
+from bootstrap.masking import masked  # notes quote values: a secret's must not appear
 
 # Names of the variables the bootstrap wrote into this environment, comma-separated,
 # so that a child process can tell them from the user's own. Names only: never values.

@@ -75,8 +75,11 @@ READERS: Tuple[Reader, ...] = (
     Reader(("PYTHONHASHSEED",), "at interpreter start",
            "child processes only; this process is seeded through random/numpy/torch", _never,
            warn_when_late=False),
-    Reader(("PYTHONPATH", "LD_PRELOAD", "LD_LIBRARY_PATH"), "at process start (interpreter, dynamic loader)",
-           "child processes only", _never),
+    # Python reads a few variables when it is used, not at start-up.
+    Reader(("PYTHONBREAKPOINT", "PYTHONASYNCIODEBUG"), "when used (each breakpoint() call, each new event loop)",
+           "the variable", _always),
+    # The rest of the interpreter's and the dynamic loader's variables: at process start.
+    Reader(("PYTHON*", "LD_*"), "at process start (interpreter, dynamic loader)", "child processes only", _never),
     Reader(("TORCH_DISTRIBUTED_DEBUG",), "when torch.distributed is imported (by import torch)",
            "torch.distributed.set_debug_level_from_env(), so this process and its children agree", _never,
            apply_now="distributed_debug", must_agree=True),

@@ -1,4 +1,4 @@
-"""The job's record: ``bootstrap.json`` and the log table, with secrets masked."""
+"""The job's record: ``bootstrap.json`` and the log table, with secrets masked (``bootstrap.masking``)."""
 
 from __future__ import annotations
 
@@ -11,47 +11,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Tuple
 
-MASK = "***"
-# Covers the common cloud and hub names too: HF_TOKEN, WANDB_API_KEY, AWS_SECRET_ACCESS_KEY,
-# AWS_SESSION_TOKEN, GOOGLE_APPLICATION_CREDENTIALS, AZURE_CLIENT_SECRET, MLFLOW_TRACKING_PASSWORD.
-_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|PRIVATE", re.IGNORECASE)
+from bootstrap.masking import MASK, is_secret, masked, masked_override, masked_text  # noqa: F401  (re-exported)
+
 REPORT_NAME = "bootstrap.json"
 
 
 def report_name(rank: int, world_size: int) -> str:
     """``bootstrap.json`` for a single process; ``bootstrap.rank<N>.json`` for each rank of a group."""
     return REPORT_NAME if world_size == 1 else f"bootstrap.rank{rank}.json"
-
-
-def is_secret(name: str) -> bool:
-    return bool(_SECRET.search(name))
-
-
-def masked(name: str, value: str) -> str:
-    return MASK if is_secret(name) else value
-
-
-def masked_override(override: str) -> str:
-    """``+env.vars.HF_TOKEN=hf_x`` -> ``+env.vars.HF_TOKEN=***``: command lines carry secrets too.
-
-    A dict or list value that names a secret anywhere (``env.vars={HF_TOKEN:x}``) is masked whole.
-    """
-    key, sep, value = override.partition("=")
-    if not sep:
-        return override
-    secret_key = is_secret(key.rsplit(".", 1)[-1])
-    secret_inside = value.lstrip().startswith(("{", "[")) and is_secret(value)
-    return f"{key}={MASK}" if secret_key or secret_inside else override
-
-
-def masked_text(text: str, overrides) -> str:
-    """``text`` with the value of every secret-carrying override replaced by the mask."""
-    for override in overrides:
-        if masked_override(override) != override:
-            value = override.partition("=")[2]
-            if value:
-                text = text.replace(value, MASK)
-    return text
 
 
 def metrics_from(value: Any) -> Tuple[Dict[str, float], List[str]]:

@@ -35,6 +35,18 @@ def cpu_affinity() -> str:
     return ",".join(ranges)
 
 
+MAX_THREADS_PER_CPU = 8  # oversubscribing further only slows a job down; torch crashes long before 99999
+
+
+def check_thread_count(count: int, where: str, machine_cpus: int) -> int:
+    """Refuse a count far beyond the machine, naming the key and the CPU count."""
+    limit = MAX_THREADS_PER_CPU * machine_cpus
+    if count > limit:
+        raise ConfigError(f"{where}={count} is far beyond this machine's {machine_cpus} CPUs (at most {limit} "
+                          f"here). Use a count up to the CPUs, e.g. {where}={machine_cpus}, or {where}=auto.")
+    return count
+
+
 def resolve_threads(value, cpus: int, ranks_on_node: int = 1, omp_num_threads: Optional[str] = None) -> int:
     """An explicit count wins; ``auto`` takes a user's OMP_NUM_THREADS, else CPUs ÷ local ranks."""
     if value != AUTO:

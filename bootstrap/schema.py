@@ -20,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 from bootstrap.errors import ConfigError
 
 AUTO = "auto"
+MAX_TIMEOUT_S = 365 * 24 * 3600  # a year: more is no timeout at all, and overflows timedelta at ~10**14 s
 
 # The enums mix in str so that a task can pass them straight to torch:
 # torch.device(cfg.env.device).
@@ -124,8 +125,14 @@ def validate(preset: EnvConfig, key: str = "env") -> EnvConfig:
             f"{key}.seed={preset.seed} is out of range. Use an integer in [0, 2**32), e.g. {key}.seed=0."
         )
     dist = preset.distributed
-    if dist.timeout_s <= 0:
-        raise ConfigError(f"{key}.distributed.timeout_s={dist.timeout_s} must be positive, e.g. 600.")
+    if not 0 < dist.timeout_s <= MAX_TIMEOUT_S:
+        raise ConfigError(f"{key}.distributed.timeout_s={dist.timeout_s} must be positive and at most "
+                          f"{MAX_TIMEOUT_S} (a year), e.g. {key}.distributed.timeout_s=600.")
+    bad_dims = {name: size for name, size in dist.mesh.items()
+                if isinstance(size, bool) or not isinstance(size, int) or (size != -1 and size < 1)}
+    if bad_dims:
+        raise ConfigError(f"{key}.distributed.mesh: sizes must be positive or -1 (inferred), got {bad_dims}. "
+                          f"E.g. {key}.distributed.mesh={{dp: -1}}.")
     if dist.master_port is not None and not 0 < dist.master_port < 65536:
         raise ConfigError(f"{key}.distributed.master_port={dist.master_port} is not a TCP port (1-65535).")
     req = preset.requires

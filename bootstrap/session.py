@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
 from bootstrap import environ, launcher, readers, report, runtime, seeding, versions
-from bootstrap.errors import ConfigError, MismatchError
+from bootstrap.errors import BootstrapError, ConfigError, MismatchError
 from bootstrap.mesh import coordinate, resolve_mesh
 from bootstrap.schema import AUTO, DistributedInit, EnvConfig, OnMismatch, SeedOffset, validate
 
@@ -37,7 +37,10 @@ def load_preset(env_cfg: Any, key: str = "env") -> EnvConfig:
             env_cfg = OmegaConf.merge(OmegaConf.structured(EnvConfig), env_cfg)
         preset = OmegaConf.to_object(env_cfg)
     except OmegaConfBaseException as e:
-        where = f"{key}.{e.full_key}" if getattr(e, "full_key", None) else key
+        full_key = getattr(e, "full_key", None) or ""
+        # A node cut from a whole job config (env=auto's composed preset) already names its key.
+        where = full_key if full_key == key or full_key.startswith(f"{key}.") else \
+            f"{key}.{full_key}" if full_key else key
         raise ConfigError(f"{where}: {str(e).splitlines()[0]}") from None
     return validate(preset, key)
 
@@ -136,9 +139,11 @@ class Session:
             user_omp = None  # a parent's bootstrap chose it for a different number of ranks
         else:
             user_omp = environ_now.get("OMP_NUM_THREADS")
-        cpus = runtime.usable_cpus()
-        intra = runtime.resolve_threads(preset.threads.intra_op, cpus, ranks_on_node, user_omp)
-        inter = runtime.resolve_threads(preset.threads.inter_op, cpus, ranks_on_node)
+        cpus, machine_cpus = runtime.usable_cpus(), os.cpu_count() or 1
+        intra = runtime.check_thread_count(runtime.resolve_threads(preset.threads.intra_op, cpus, ranks_on_node,
+                                                                   user_omp), f"{key}.threads.intra_op", machine_cpus)
+        inter = runtime.check_thread_count(runtime.resolve_threads(preset.threads.inter_op, cpus, ranks_on_node),
+                                           f"{key}.threads.inter_op", machine_cpus)
         # The thread variables are exported only when they tell a child something: an
         # explicit count, CPUs shared among several ranks, or the user's own value. For one
         # process, ``auto`` is what libgomp picks anyway, and exporting it would hide the
@@ -227,6 +232,17 @@ class Session:
         return self.report
 
     def apply(self) -> "Session":
+        """Apply the preset to this process. Sessions nest as a stack (see :func:`current`)."""
+        with _lock:  # os.environ belongs to the whole process: one thread applies at a time
+            _check_can_apply(self)
+            self._apply()
+            if not _stack:
+                global _owner
+                _owner = threading.current_thread()
+            _stack.append(self)
+        return self
+
+    def _apply(self) -> None:
         started = time.perf_counter()
         warnings: List[str] = []
         self._resolve_auto(warnings)
@@ -235,7 +251,11 @@ class Session:
 
         self._environ_snapshot = environ.EnvironSnapshot(os.environ, foreign=self.env_set)
         self._torch_snapshot = runtime.TorchState.capture()
+        found, checks = None, []
         try:
+            # First: a signal during start-up (a rendezvous that waits for a peer) must end
+            # the job restored and reported, like one during the task.
+            self._catch_interrupts()
             environ.apply_vars(decisions)
             # Whoever set them (preset, shell, Hydra's env_set after import torch): a value
             # this process read too early must be the one it runs with, as its children will.
@@ -293,13 +313,19 @@ class Session:
             self._build_report(decisions, checks, found, warnings, started, mesh_shape)
             self._write_report()  # an unwritable output directory fails the job, not half of it
             log.info("bootstrap\n%s", report.format_table(self.report))
-            self._catch_interrupts()
-        except BaseException:
+        except BaseException as error:
             self._undo()
+            if isinstance(error, (KeyboardInterrupt, SystemExit)) and not self.report:
+                self._report_interrupted_start(decisions, checks, found, warnings, started, error)
             raise
-        global _active
-        _active = self
-        return self
+
+    def _report_interrupted_start(self, decisions, checks, found, warnings, started, error) -> None:
+        """Ctrl-C or SIGTERM before the job started (a rendezvous waiting for a peer): say so."""
+        try:
+            self._build_report(decisions, checks, found or versions.detect(), warnings, started)
+            self._finish_report("interrupted", error=f"stopped during start-up ({type(error).__name__})")
+        except Exception as write_error:  # noqa: BLE001 - the interrupt is what matters; the record is a courtesy
+            log.warning("could not record the interrupted start: %s", write_error)
 
     def _catch_interrupts(self) -> None:
         """Make sure an interrupted job is still closed: group destroyed, process restored, report written.
@@ -321,9 +347,17 @@ class Session:
         self.close("interrupted", error="the process was stopped by a signal or exit before the job ended")
 
     def close(self, status: str = "completed", metrics: Any = None, error: Any = None) -> None:
-        """Restore the process and record how the job ended. Safe to call twice."""
+        """Restore the process and record how the job ended. Safe to call twice.
+
+        Sessions applied after this one and still open are closed first (status
+        ``failed``): each restores to the state its outer session left.
+        """
         if self._environ_snapshot is None:
             return
+        with _lock:
+            inner = _stack[_stack.index(self) + 1:] if self in _stack else []
+        for session in reversed(inner):
+            session.close("failed", error="closed because an outer session was closed first")
         try:
             self._record_task_effects()
         except Exception as record_error:  # a record must never keep the process from being restored
@@ -379,9 +413,9 @@ class Session:
 
     def _undo(self) -> None:
         """Put the process back. Each step runs even if an earlier one raised."""
-        global _active
-        if _active is self:
-            _active = None
+        with _lock:
+            if self in _stack:
+                _stack.remove(self)
         atexit.unregister(self._close_interrupted)
         if self._previous_sigterm is not None:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
@@ -469,18 +503,32 @@ def distributed_device(device_type: str, launch: launcher.Launch) -> str:
     return f"cuda:{launch.local_rank}" if device_type == "cuda" else "cpu"
 
 
-_active: Optional[Session] = None
+# The applied sessions, innermost last. They nest like context managers: an inner
+# session restores to the state its outer one left. Only one thread applies at a time.
+_stack: List[Session] = []
+_owner: Optional[threading.Thread] = None  # the thread whose sessions are on the stack
+_lock = threading.RLock()  # re-entrant: closing a session closes the ones inside it first
+
+
+def _check_can_apply(session: Session) -> None:
+    if session._environ_snapshot is not None:
+        raise BootstrapError("This session is already applied. Close it (session.close()) before applying it "
+                             "again, or make a new one with bootstrap.initialize().")
+    if _stack and _owner is not threading.current_thread():
+        raise BootstrapError(f"A bootstrap session is already applied in thread {_owner.name!r}. os.environ and "
+                             "torch's settings belong to the whole process: apply sessions from one thread, "
+                             "or close that one first.")
 _warned: set = set()
 
 
 def current() -> Session:
     """The session of the running job: ``bootstrap.current().device`` is where the model goes."""
-    if _active is None:
+    if not _stack:
         raise RuntimeError(
             "No bootstrap session is active. Enable the callback (hydra/callbacks=bootstrap) "
             "or wrap the code in `with bootstrap.initialize(cfg.env):`."
         )
-    return _active
+    return _stack[-1]
 
 
 def _warn_once(message: str) -> None:

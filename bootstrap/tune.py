@@ -1,17 +1,40 @@
 """``python -m bootstrap tune SWEEP_DIR --name my_node``: keep a sweep's winner as a preset.
 
-Reads the sweep's per-job reports, takes the completed job that did best on the
+Reads the latest sweep's per-job reports (a reused sweep directory's older jobs are left
+out, see :func:`bootstrap.summary.scan`), takes the completed job that did best on the
 objective (``--objective``/``--mode``, with the sweep summary's defaults), and writes
 ``conf/env/<name>.yaml`` (or ``<--out>/env/<name>.yaml``): it extends the winner's base
-preset and sets only the ``env`` keys the sweep varied, at the winner's values, under
-a header that records where the numbers came from.
+preset and sets only the ``env`` keys the sweep varied and the winner set, at the
+winner's values, under a header that records where the numbers came from.
+
+What it refuses, each with a one-line ``bootstrap tune: ...`` error and nothing written:
+
+- a sweep with no job, no completed job, or a best job that did not complete cleanly;
+- **a secret.** A varied ``env`` key counts as secret when any part of its path looks
+  secret (``env.vars.HF_TOKEN``), or when the winner's value holds one: a dict or list
+  with a secret-looking key at any depth (``env.vars={HF_TOKEN: ...}``), or text carrying
+  a credential (``postgres://user:pw@host``, a ``ghp_``/``hf_`` token, ``'{API_KEY: x}'``).
+  Tune refuses such a sweep rather than leave the key out (a preset that silently lacks
+  a setting the winner ran with would not be the winner); the message names the key,
+  never the value. Every override it shows is masked (:func:`bootstrap.summary.shown_override`);
+- **a preset that would not load.** Before writing, the text is composed the way an app
+  would compose ``env=<name>`` (Hydra's compose API, searching a temporary directory that
+  holds the new file, then ``--out``, then the shipped presets), merged into the schema
+  and checked with :func:`bootstrap.schema.validate`. So a base preset that cannot be
+  found, a value of the wrong type, or a name that would extend itself is refused. (Inside
+  a running Hydra app, whose compose API is taken, the settings alone are checked.)
+  Varied keys the winner did not set are left out, and named in the header;
+- an ``--out`` that cannot be written (a file, a read-only directory, a name too long).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import re
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +43,14 @@ from typing import Any, Dict, List, Optional
 import yaml
 
 from bootstrap import summary
-from bootstrap.report import is_secret, masked_override
+from bootstrap.report import is_secret, write_text_atomic
+from bootstrap.summary import one_line, printable, shown_override, shown_text
 
 PRESET_KEYS = ("env", "bootstrap_env")
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_PRESET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*")  # env=gpu/h100 too
+_RESOLVED = re.compile(r"\S+ -> (\S+)")  # "auto -> cpu_debug (no CUDA device)"
+_MISSING = object()
 
 
 class TuneError(Exception):
@@ -32,49 +60,206 @@ class TuneError(Exception):
 @dataclass
 class Job:
     directory: Path
-    overrides: List[str]  # as Hydra recorded them (.hydra/overrides.yaml), unmasked
-    report: Optional[dict]  # rank 0's report
+    overrides: Optional[List[str]]  # as Hydra recorded them (.hydra/overrides.yaml), unmasked; None: unreadable
+    report: Optional[dict]  # rank 0's report, shape-checked
     row: summary.Row
+    values: Optional[Dict[str, Any]] = None  # the overrides as Hydra types them; None: not parseable
 
     @property
     def status(self) -> str:
         return self.row.status
 
 
-def _jobs(sweep_dir: Path) -> List[Job]:
-    jobs = []
-    for job_dir in summary.job_dirs(sweep_dir):
-        reports = summary.read_reports(job_dir)
-        row = summary.row_from_reports(job_dir, reports) if reports else \
-            summary.Row(job_dir.name, "", "no report", None, None)
-        overrides = yaml.safe_load((job_dir / ".hydra" / "overrides.yaml").read_text()) or []
-        jobs.append(Job(job_dir, overrides, reports[0] if reports else None, row))
-    return jobs
+def _jobs(sweep_dir: Path):
+    found, older = summary.jobs(sweep_dir)
+    return [Job(j.directory, j.overrides, j.reports[0] if j.reports else None, j.row) for j in found], older
 
 
-def _shown(job: "Job") -> str:
-    return " ".join(masked_override(o) for o in job.overrides)
+def _shown(job: Job) -> str:
+    return one_line(" ".join(shown_override(o) for o in job.overrides or [])) or "(no overrides)"
 
 
-def _parse(overrides: List[str]) -> Dict[str, Any]:
-    """``[+]env.threads.intra_op=2`` -> {"env.threads.intra_op": 2}, typed as Hydra types them."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+def _plain(value: Any) -> bool:
+    """A value YAML can hold as it is: what Hydra gives for a plain (non-sweep) override."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, (str, int, float, bool)) and _plain(v) for k, v in value.items())
+    return False
 
-    parsed = OverridesParser.create().parse_overrides(overrides)
-    return {o.key_or_group: o.value() for o in parsed if not o.is_delete()}
+
+def _parse(overrides: Optional[List[str]], parser=None,
+           typed: Optional[Dict[str, str]] = None) -> Optional[Dict[str, Any]]:
+    """``[+]env.threads.intra_op=2`` -> {"env.threads.intra_op": 2}, typed as Hydra types them.
+
+    None when Hydra cannot parse them, or one is a sweep (``a=1,2``) or gives a value that
+    is not plain data. The parser's message is never shown: it quotes the override.
+    ``typed`` receives each key's override as it was typed."""
+    if overrides is None:
+        return None
+    if parser is None:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        parser = OverridesParser.create()
+    values: Dict[str, Any] = {}
+    try:
+        for override in parser.parse_overrides(overrides):
+            if override.is_delete():
+                continue
+            if override.is_sweep_override():
+                return None
+            value = override.value()
+            if not _plain(value):
+                return None
+            values[override.key_or_group] = value
+            if typed is not None:
+                typed[override.key_or_group] = override.input_line or ""
+    except Exception:  # noqa: BLE001 - hostile text: OverrideParseException, and whatever a grammar function raises
+        return None
+    return values
 
 
 def _preset_key(values: Dict[str, Any]) -> str:
     return next((k for k in PRESET_KEYS if k in values or any(v.startswith(f"{k}.") for v in values)), "env")
 
 
-def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Optional[str] = None) -> str:
-    """The YAML text of the tuned preset."""
-    jobs = _jobs(sweep_dir)
+def _text_holds_secret(text: str) -> bool:
+    return shown_text(text) != text or summary.keyed_secret(text)
+
+
+def holds_secret(value: Any, inside: bool = False) -> bool:
+    """Does a (possibly nested) value hold a secret-looking key, or a credential, anywhere?
+
+    Inside a dict or list, a secret-looking word counts too (``[PASSWORD, x]``), as it
+    does for :func:`bootstrap.report.masked_override`."""
+    if isinstance(value, dict):
+        return any(is_secret(str(k)) or holds_secret(k, True) or holds_secret(v, True) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(holds_secret(v, True) for v in value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return False
+    return _text_holds_secret(str(value)) or (inside and is_secret(str(value)))
+
+
+def _secret(dotted: str, value: Any, typed: Optional[str]) -> bool:
+    """A setting tune must not write: by its path, by its value, or because the override as
+    typed would be masked wherever it is shown."""
+    return is_secret(dotted) or holds_secret(value) or (typed is not None and shown_override(typed) != typed)
+
+
+def _fact(value: Any, limit: int = 120) -> str:
+    """A value from a report, fit for one header line: masked, printable, short."""
+    if value is None or isinstance(value, (dict, list)) and not value:
+        return "?"
+    if isinstance(value, list):
+        text = ", ".join(str(v) for v in value if isinstance(v, (str, int, float)))
+    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        text = str(value)
+    else:
+        return "?"
+    text = one_line(shown_text(text))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _comment(line: str) -> str:
+    """One header line: masked, printable, every line break a space (a YAML comment ends at one)."""
+    return "".join(" " if c.isspace() else c for c in printable(shown_text(line)))
+
+
+def _base(report: dict) -> str:
+    """The preset the winner ran with: what ``auto`` resolved to, or the one it named."""
+    resolved = report.get("resolved")
+    match = _RESOLVED.match(resolved) if isinstance(resolved, str) else None
+    base = match.group(1) if match else report.get("preset")
+    if not isinstance(base, str) or not _PRESET_NAME.fullmatch(base):
+        raise TuneError("the best job's report names no preset a tuned preset could extend; "
+                        "sweep again with env=<preset> on the command line.")
+    return base
+
+
+def _settings(varied: List[str], key: str, winner: Dict[str, Any], typed: Dict[str, str]) -> tuple:
+    """The tree of ``key.*`` settings the winner made, and the varied keys it did not set."""
+    settings: Dict[str, Any] = {}
+    unset = []
+    for dotted in varied:
+        if not dotted.startswith(f"{key}."):
+            continue
+        if dotted not in winner:  # another job set it; the winner ran with the base preset's value
+            unset.append(dotted)
+            continue
+        value = winner[dotted]
+        if _secret(dotted, value, typed.get(dotted)):
+            raise TuneError(f"the sweep varied {one_line(shown_text(dotted))}, which holds or looks like a secret: "
+                            "a tuned preset will not hold it. Sweep it without tune, or set it in the environment.")
+        node = settings
+        *parents, leaf = dotted[len(key) + 1:].split(".")
+        for part in parents:  # sorted: a key comes before the keys below it
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise TuneError(f"the sweep set both {one_line(dotted)} and a value above it: "
+                                "tune cannot tell which the winner used. Sweep one of them.")
+        node[leaf] = value
+    if "defaults" in settings:
+        raise TuneError(f"the sweep varied {key}.defaults: a preset's defaults list is not a setting.")
+    return settings, unset
+
+
+def _compose(text: str, name: str, conf_dir: Optional[Path]):
+    """The preset as an app composes ``env=<name>``: the new file first, then ``conf_dir``,
+    then the shipped presets (the bootstrap's search path plugin)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    if GlobalHydra.instance().is_initialized():  # inside a running Hydra app (compose API taken): the settings alone
+        loaded = yaml.safe_load(text)
+        return OmegaConf.create({k: v for k, v in loaded.items() if k != "defaults"})
+    with tempfile.TemporaryDirectory(prefix="bootstrap_tune_") as tmp:
+        (Path(tmp) / "env").mkdir()
+        (Path(tmp) / "env" / f"{name}.yaml").write_text(text, encoding="utf-8")
+        primary: Dict[str, Any] = {"defaults": [{"env": name}, "_self_"]}
+        if conf_dir is not None and Path(conf_dir).is_dir():
+            primary["hydra"] = {"searchpath": [f"file://{Path(conf_dir).resolve()}"]}
+        (Path(tmp) / "tune_check.yaml").write_text(yaml.safe_dump(primary), encoding="utf-8")
+        with initialize_config_dir(config_dir=tmp, version_base="1.3", job_name="bootstrap_tune"):
+            return compose(config_name="tune_check").env
+
+
+def check_loads(text: str, name: str, conf_dir: Optional[Path] = None) -> None:
+    """Raise :class:`TuneError` unless the preset text composes and validates as ``env=<name>``."""
+    from omegaconf import OmegaConf
+
+    from bootstrap.schema import EnvConfig, validate
+
+    try:
+        env = _compose(text, name, conf_dir)
+        validate(OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(EnvConfig), env)), "env")
+    except Exception as error:  # noqa: BLE001 - Hydra's, OmegaConf's and the schema's errors alike
+        # Hydra's first line says where ("In 'env/mine': ConfigKeyError raised while composing config:"),
+        # the next what ("Key 'bogus' not in 'Threads'"), and a later one the key ("full_key: env.threads.bogus").
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        picked = lines[:2] + [line for line in lines[2:] if line.startswith("full_key:")][:1]
+        reason = one_line(shown_text(" ".join(picked))) if picked else type(error).__name__
+        raise TuneError(f"the tuned preset would not load ({reason[:300]}); nothing was written. "
+                        f"Pass --out the app's config directory if its base preset lives there.") from None
+
+
+def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Optional[str] = None,
+          conf_dir: Optional[Path] = Path("conf")) -> str:
+    """The YAML text of the tuned preset, checked to load from ``conf_dir`` (see the module's docstring)."""
+    sweep_dir = Path(sweep_dir)
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise TuneError("--name: use letters, digits, '_', '-' and '.' only.")
+    if mode is not None and mode not in summary.MODES:
+        raise TuneError(f"--mode {one_line(mode)!r}: use max or min.")
+    jobs, older = _jobs(sweep_dir)
     if not jobs:
         raise TuneError(f"{sweep_dir} holds no sweep jobs (no */.hydra/overrides.yaml). "
                         "Point tune at a multirun directory, e.g. multirun/2026-12-02/10-00-00.")
-    counts = ", ".join(f"{s}: {sum(j.status == s for j in jobs)}" for s in sorted({j.status for j in jobs}))
+    statuses = sorted({j.status for j in jobs})
+    counts = one_line(", ".join(f"{s}: {sum(j.status == s for j in jobs)}" for s in statuses))
     chosen = summary.objective_for([j.row for j in jobs], objective, mode)
     if chosen is None:
         if not any(j.status == "completed" for j in jobs):
@@ -83,58 +268,84 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
         raise TuneError(f"the jobs of {sweep_dir} report no metric to compare (none of "
                         f"{', '.join(n for n, _ in summary.AUTO_OBJECTIVES)}). Name the one to use: --objective NAME.")
     metric, direction = chosen
+    shown_metric = one_line(shown_text(metric))
     measured = sorted((j for j in jobs if summary.score(j.row, chosen) is not None),
                       key=lambda j: -summary.score(j.row, chosen))
     if not any(j.status == "completed" for j in measured):
-        raise TuneError(f"no job of {sweep_dir} completed with a {metric} to compare ({counts}). "
+        raise TuneError(f"no job of {sweep_dir} completed with a {shown_metric} to compare ({counts}). "
                         "Fix the failing jobs and sweep again, or choose another --objective.")
     winner = measured[0]
     if winner.status != "completed":
-        raise TuneError(f"the best job by {metric} ({_shown(winner)}) has status '{winner.status}': a preset "
-                        "made from it would not run cleanly here. Sweep again without it, or fix its checks.")
+        raise TuneError(f"the best job by {shown_metric} ({_shown(winner)}) has status '{one_line(winner.status)}': "
+                        "a preset made from it would not run cleanly here. Sweep again without it, or fix its checks.")
     runner_up = measured[1] if len(measured) > 1 else None
 
-    parsed = {job.directory: _parse(job.overrides) for job in jobs}
-    all_keys = {k for values in parsed.values() for k in values}
-    varied = sorted(k for k in all_keys if len({repr(values.get(k)) for values in parsed.values()}) > 1)
-    key = _preset_key(parsed[winner.directory])
-    chosen = parsed[winner.directory]
-    settings: Dict[str, Any] = {}
-    for dotted in varied:
-        if not dotted.startswith(f"{key}."):
-            continue
-        value = chosen.get(dotted)
-        if is_secret(dotted.rsplit(".", 1)[-1]):
-            raise TuneError(f"the sweep varied {dotted}, which looks like a secret: a tuned preset will not "
-                            "hold it. Sweep it without tune, or set it in the environment.")
-        node = settings
-        *parents, leaf = dotted[len(key) + 1:].split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    report = winner.report
-    resolved = report.get("resolved")
-    base = resolved.split(" -> ", 1)[1].split(" ", 1)[0] if resolved else report["preset"]
+    from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    found = report["found"]
-    gpus = ", ".join(found.get("gpu_names") or []) or "no GPU"
+    parser = OverridesParser.create()
+    typed: Dict[str, str] = {}
+    for job in jobs:
+        job.values = _parse(job.overrides, parser, typed if job is winner else None)
+    if winner.values is None:
+        raise TuneError(f"the best job's overrides ({_shown(winner)}) are not plain Hydra overrides: "
+                        "tune cannot tell what it set.")
+    compared = [j.values for j in jobs if j.values is not None]
+    all_keys = {k for values in compared for k in values}
+    varied = sorted(k for k in all_keys if len({repr(values.get(k, _MISSING)) for values in compared}) > 1)
+    key = _preset_key(winner.values)
+    settings, unset = _settings(varied, key, winner.values, typed)
+    base = _base(winner.report)
+
+    found = winner.report.get("found") or {}
     not_preset = [k for k in varied if not k.startswith(f"{key}.") and k != key]
     header = [
         f"Tuned by `python -m bootstrap tune` on {time.strftime('%Y-%m-%d')} from {sweep_dir.resolve()}",
-        f"machine: {found.get('cpus')} CPUs (affinity {found.get('cpu_affinity', '?')}), {gpus}, "
-        f"torch {found.get('torch')}, python {found.get('python')}",
-        f"objective: {metric}, {'higher' if direction == 'max' else 'lower'} is better",
-        f"winner:    {winner.row.metrics[metric]:.6g} {metric}  ({_shown(winner)})",
-        f"runner-up: {runner_up.row.metrics[metric]:.6g} {metric}  ({_shown(runner_up)})" if runner_up
+        f"machine: {_fact(found.get('cpus'))} CPUs (affinity {_fact(found.get('cpu_affinity'))}), "
+        f"{_fact(found.get('gpu_names')) if found.get('gpu_names') else 'no GPU'}, "
+        f"torch {_fact(found.get('torch'))}, python {_fact(found.get('python'))}",
+        f"objective: {shown_metric}, {'higher' if direction == 'max' else 'lower'} is better",
+        f"winner:    {winner.row.metrics[metric]:.6g} {shown_metric}  ({_shown(winner)})",
+        f"runner-up: {runner_up.row.metrics[metric]:.6g} {shown_metric}  ({_shown(runner_up)})" if runner_up
         else "runner-up: none (one measured job)",
         f"sweep varied: {', '.join(varied) or 'nothing'}",
     ]
+    if unset:
+        header.append(f"varied, but not set by the winner (the base preset's value stands): {', '.join(unset)}")
     if not_preset:
         header.append(f"not part of a preset, so not set here: {', '.join(not_preset)}")
+    unparsed = sum(j.values is None for j in jobs)
+    if unparsed:
+        header.append(f"jobs whose overrides could not be read, not compared: {unparsed}")
+    if older:
+        header.append(f"job directories of earlier sweeps into this directory, ignored: {older}")
     body = yaml.safe_dump({"defaults": [base, "_self_"]}, sort_keys=False)
     if settings:
-        body += "\n" + yaml.safe_dump(settings, sort_keys=False)
-    return "".join(f"# {line}\n" for line in header) + body
+        body += "\n" + yaml.safe_dump(settings, sort_keys=False, allow_unicode=True)
+    text = "".join(f"# {_comment(line)}\n" for line in header) + body
+    check_loads(text, name, conf_dir)
+    return text
+
+
+def _exists(path: Path) -> bool:
+    """Is there anything (a dangling link too) at ``path``? Raises OSError for a name too long."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _name_too_long(path: Path) -> bool:
+    """Is the file name longer than its directory's filesystem allows? (Checked before the
+    directory exists, where the OS would only say that it does not.)"""
+    existing = path.parent
+    while not existing.is_dir() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        limit = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    return len(os.fsencode(path.name)) > limit
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -148,20 +359,38 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="the metric to pick the winner by (default: samples_per_s if reported, else return)")
     parser.add_argument("--mode", choices=summary.MODES, default=None,
                         help="max or min (default: max for samples_per_s, min for anything else)")
-    args = parser.parse_args(argv)
-    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", args.name):
-        parser.error(f"--name {args.name!r}: use letters, digits, '_', '-' and '.' only")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # argparse has printed its usage and message
+        return stop.code if isinstance(stop.code, int) else 2
+    if not NAME.fullmatch(args.name):
+        print(f"bootstrap tune: --name {one_line(args.name)!r}: use letters, digits, '_', '-' and '.' only.",
+              file=sys.stderr)
+        return 2
     target = args.out / "env" / f"{args.name}.yaml"
     try:
-        if not args.sweep_dir.is_dir():
-            raise TuneError(f"{args.sweep_dir} is not a directory.")
-        if target.exists() and not args.force:
-            raise TuneError(f"{target} exists; pass --force to overwrite it.")
-        text = build(args.sweep_dir, args.name, args.objective, args.mode)
+        try:
+            if not args.sweep_dir.is_dir():
+                raise TuneError(f"{args.sweep_dir} is not a directory.")
+        except OSError as error:
+            raise TuneError(f"cannot read {args.sweep_dir}: {error.strerror or type(error).__name__}.") from None
+        try:
+            if args.out.exists() and not args.out.is_dir():
+                raise TuneError(f"--out {args.out} is not a directory: give the app's config directory.")
+            if _name_too_long(target):
+                raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
+            if _exists(target) and not args.force:
+                raise TuneError(f"{target} exists; pass --force to overwrite it.")
+        except OSError as error:
+            raise TuneError(f"cannot write {target}: {error.strerror or type(error).__name__}.") from None
+        text = build(args.sweep_dir, args.name, args.objective, args.mode, conf_dir=args.out)
+        try:
+            write_text_atomic(target, text)
+        except (OSError, ValueError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
+            raise TuneError(f"cannot write {target}: {reason}.") from None
     except TuneError as error:
-        print(f"bootstrap tune: {error}", file=sys.stderr)
+        print(f"bootstrap tune: {one_line(error)}", file=sys.stderr)
         return 1
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
     print(f"wrote {target}\n\n{text}\nuse it with: env={args.name}")
     return 0

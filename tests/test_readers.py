@@ -58,6 +58,16 @@ CASES = {
         "hash() of a fresh str before and after; children: two started with it agree",
     ("PYTHONPATH", "after_import"):
         "a module in a new directory cannot be imported; child: it can",
+    ("PYTHONUNBUFFERED", "after_import"):
+        "sys.stdout.write_through (stdout is a pipe); child: started with it",
+    ("PYTHONDONTWRITEBYTECODE", "after_import"):
+        "sys.dont_write_bytecode; child: started with it",
+    ("PYTHONWARNINGS", "after_import"):
+        "sys.warnoptions; child: started with it",
+    ("PYTHONBREAKPOINT", "after_import"):
+        "breakpoint() calls the hook it names (os.getpid) at once",
+    ("PYTHONASYNCIODEBUG", "after_import"):
+        "asyncio.new_event_loop().get_debug() at once",
     ("LD_LIBRARY_PATH", "after_import"):
         "ctypes.CDLL of a library only in a new directory fails; child: it loads",
     ("LD_PRELOAD", "after_import"):
@@ -173,6 +183,20 @@ LATE_SCRIPT = PRELUDE + textwrap.dedent("""
     hash_after = hash(fresh_str())
     os.environ["PYTHONPATH"] = PROBE_DIR
     path_late = PROBE_DIR in sys.path or can_import("readerprobe_mod")
+    stdout_write_through = sys.stdout.write_through
+    os.environ["PYTHONUNBUFFERED"] = "1"
+    unbuffered_late = sys.stdout.write_through != stdout_write_through
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    bytecode_late = sys.dont_write_bytecode
+    os.environ["PYTHONWARNINGS"] = "default::ResourceWarning"
+    warnings_late = "default::ResourceWarning" in sys.warnoptions
+    os.environ["PYTHONBREAKPOINT"] = "os.getpid"
+    breakpoint_late = breakpoint() == os.getpid()
+    import asyncio
+    os.environ["PYTHONASYNCIODEBUG"] = "1"
+    loop = asyncio.new_event_loop()
+    asyncio_late = loop.get_debug()
+    loop.close()
     os.environ["LD_LIBRARY_PATH"] = PROBE_DIR + os.pathsep + os.environ.get("LD_LIBRARY_PATH", "")
     ld_path_late = can_load("libreaderprobe_path.so")
     os.environ["LD_PRELOAD"] = os.path.join(PROBE_DIR, "libreaderprobe_preload.so")
@@ -212,6 +236,9 @@ LATE_SCRIPT = PRELUDE + textwrap.dedent("""
         level=str(dist.get_debug_level()),
         cpp=cpp,
         alloc=torch._C._accelerator_getAllocatorSettings(),
+        unbuffered=sys.stdout.write_through,
+        nobytecode=sys.dont_write_bytecode,
+        warnoptions=sys.warnoptions,
     )))
     '''
     def start(code, drop):
@@ -248,6 +275,15 @@ LATE_SCRIPT = PRELUDE + textwrap.dedent("""
            child=a["hash"] == c_hash and a["hash"] != hash_after)
     record("PYTHONPATH", "after_import", path_late, st,
            f"late: in sys.path or importable={path_late}; child: {a['path']}", child=a["path"])
+    record("PYTHONUNBUFFERED", "after_import", unbuffered_late, st,
+           f"late: write_through changed={unbuffered_late}; child: {a['unbuffered']}", child=a["unbuffered"])
+    record("PYTHONDONTWRITEBYTECODE", "after_import", bytecode_late, st,
+           f"late: dont_write_bytecode={bytecode_late}; child: {a['nobytecode']}", child=a["nobytecode"])
+    record("PYTHONWARNINGS", "after_import", warnings_late, st,
+           f"late: in sys.warnoptions={warnings_late}; child: {a['warnoptions']}",
+           child="default::ResourceWarning" in a["warnoptions"])
+    record("PYTHONBREAKPOINT", "after_import", breakpoint_late, st, f"late: breakpoint() called it={breakpoint_late}")
+    record("PYTHONASYNCIODEBUG", "after_import", asyncio_late, st, f"late: new loop in debug mode={asyncio_late}")
     record("LD_LIBRARY_PATH", "after_import", ld_path_late, st,
            f"late: CDLL loads={ld_path_late}; child: {a['loaded']}", child=a["loaded"])
     record("LD_PRELOAD", "after_import", preload_late, st,

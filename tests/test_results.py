@@ -78,3 +78,14 @@ def test_written_files_follow_the_umask_like_hydras_own(tmp_path):
         os.umask(previous)
     assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o644
     assert stat.S_IMODE((tmp_path / "b.json").stat().st_mode) == 0o600
+
+
+def test_any_job_name_sorts_and_header_cells_are_neutralised_too():
+    rows = [Row("²", "", "completed", 1, 1, {"=cmd()": 1.0}), Row("9" * 40, "", "completed", 1, 1, {"a|b\nc": 1e300}),
+            Row("10", "", "completed", 1, 1), Row("2", "", "completed", 1, 1)]
+    assert [r.job for r in rank(rows)] == ["2", "10", "9" * 40, "²"]  # numbers first; int("²") would raise
+    header = next(csv.reader(io.StringIO(to_csv(rows))))
+    assert header == ["job", "overrides", "status", "intra_op", "inter_op", "a|b\nc", "'=cmd()", "best"]
+    assert to_markdown(rows).splitlines()[0] == \
+        "| job | overrides | status | intra_op | inter_op | a\\|b c | =cmd() | best |"
+    assert "| 1e+300 |" in to_markdown(rows)  # a huge number stays one short cell
