@@ -4,16 +4,17 @@ Hydra chooses a config group option at compose time and cannot call a detector i
 the defaults list, so ``auto`` is a preset of its own (``conf/env/auto.yaml`` sets
 ``auto: true``), and the session resolves it at job start: detect the machine, pick
 a preset with :func:`choose` (pure), compose that preset through Hydra from the same
-search path, and put the job's own ``env.*`` overrides on top, unchanged.
+search path, and put the job's own ``env.*`` overrides on top (:func:`resolve`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Any, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
+from bootstrap import overrides, presets
 from bootstrap.versions import Found
 
 # Compute capability family -> preset, newest first. A GPU outside every family gets
@@ -22,7 +23,7 @@ GPU_PRESETS = (
     ("9.0", "h100"),  # Hopper
     ("8.0", "a100"),  # Ampere
 )
-CPU_PRESET = "cpu_debug"
+CPU_PRESET = presets.CPU_PRESET
 
 
 @dataclass(frozen=True)
@@ -49,23 +50,6 @@ def choose(found: Found) -> Choice:
                           f"GPU preset; using {CPU_PRESET}.")
 
 
-def env_overrides(task_overrides: Sequence[str], key: str) -> List[str]:
-    """The job's own overrides of keys under ``key`` (not the preset choice itself), to re-apply
-    on the chosen preset.
-
-    They were written against ``auto.yaml``, which sets no variables: a variable of the
-    chosen preset had to be added there (``+env.vars.X=1``) but exists in the chosen one,
-    where ``+`` would fail. So every override is re-applied as ``++`` (add or override);
-    deletions (``~``) stay as they are.
-    """
-    picked = []
-    for override in task_overrides:
-        lhs = override.split("=", 1)[0]
-        if lhs.lstrip("+~").startswith(f"{key}."):
-            picked.append(override if lhs.startswith("~") else "++" + override.lstrip("+"))
-    return picked
-
-
 def compose_preset(preset: str, key: str, overrides: Sequence[str]):
     """The chosen preset, composed by Hydra from the running app's search path, with overrides on top.
 
@@ -74,11 +58,15 @@ def compose_preset(preset: str, key: str, overrides: Sequence[str]):
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    group = "bootstrap_env" if key == "bootstrap_env" else "env"
-    arguments = [f"+{group}@{key}={preset}", *overrides]
+    arguments = [f"+{presets.group_for(key)}@{key}={preset}", *overrides]
     if GlobalHydra.instance().is_initialized():
         return compose(overrides=arguments)[key]
-    from bootstrap.doctor import PACKAGED_CONF
-
-    with initialize_config_dir(config_dir=str(PACKAGED_CONF), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(presets.CONF_DIR), version_base="1.3"):
         return compose(overrides=arguments)[key]
+
+
+def resolve(key: str, job_overrides: Sequence[str], found: Found) -> Tuple[Any, Choice]:
+    """The preset this machine calls for, as a config node with the job's own ``key.*``
+    overrides re-applied on it (:func:`bootstrap.overrides.reapplied`), and why it was chosen."""
+    choice = choose(found)
+    return compose_preset(choice.preset, key, overrides.reapplied(job_overrides, key)), choice

@@ -16,32 +16,18 @@ import traceback
 from pathlib import Path
 from typing import Any, Optional
 
-from hydra.core.utils import JobReturn, JobStatus
+from hydra.core.utils import JobReturn
+from hydra.core.utils import JobStatus as HydraJobStatus
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf, read_write
+from omegaconf import DictConfig, read_write
 
+from bootstrap import launcher
 from bootstrap.environ import EnvironSnapshot
 from bootstrap.errors import BootstrapError
-from bootstrap.masking import masked_overrides_line, masked_text
+from bootstrap.jobconfig import session_args, typed_overrides
+from bootstrap.masking import masked_line, masked_text
+from bootstrap.report import JobStatus
 from bootstrap.session import Session
-
-# Where the callback looks for the preset when config_key is not set. bootstrap_env
-# (the same presets under a second group name) comes first: an app that uses it has
-# an "env" group of its own that is not ours.
-DEFAULT_KEYS = ("bootstrap_env", "env")
-
-
-def explicit_var_names(task_overrides, key: str = "env") -> set:
-    """Names given as ``[+|++]env.vars.NAME=value`` among a job's command-line overrides."""
-    prefix = f"{key}.vars."
-    names = set()
-    for override in task_overrides:
-        if override.startswith("~"):
-            continue
-        lhs = override.split("=", 1)[0].lstrip("+")
-        if lhs.startswith(prefix):
-            names.add(lhs[len(prefix):])
-    return names
 
 
 def _stop(error: Exception, where: str, overrides: Optional[list] = None, multirun: bool = False) -> None:
@@ -58,7 +44,7 @@ def _stop(error: Exception, where: str, overrides: Optional[list] = None, multir
     message = f"Error: {masked_text(text, overrides)}" if isinstance(error, BootstrapError) else \
         f"Error: the bootstrap failed in {where}: {masked_text(text, overrides)}"
     if where == "on_job_start" and multirun:
-        message += f"\n(in the multirun job with overrides: {masked_overrides_line(' '.join(overrides)) or '(none)'})"
+        message += f"\n(in the multirun job with overrides: {masked_line(' '.join(overrides)) or '(none)'})"
     if os.environ.get("HYDRA_FULL_ERROR") == "1":
         traceback.print_exception(error, file=sys.stderr)
     if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # torchrun's failure summary then shows this message
@@ -83,13 +69,6 @@ def _guarded(hook):
                   "interrupted.", file=sys.stderr)
             raise SystemExit(130) from None
     return run
-
-
-def typed_overrides(config: DictConfig) -> list:
-    """The job's command-line overrides as typed. Reading ``hydra.overrides.task`` through
-    OmegaConf would resolve interpolations inside the strings: a secret's value from
-    ``${oc.env:HF_TOKEN}``, or an error for ``${.lr}``."""
-    return [str(o) for o in OmegaConf.to_container(config.hydra.overrides.task, resolve=False)]
 
 
 def _log_to_own_file(rank: int) -> None:
@@ -139,21 +118,11 @@ class BootstrapCallback(Callback):
                 "_session": None, "_launcher_environ": None, "_overrides": [], "_multirun": False,
                 "_log_filter": None}
 
-    def _find_preset(self, config: DictConfig):
-        keys = (self.config_key,) if self.config_key else DEFAULT_KEYS
-        for key in keys:
-            node = OmegaConf.select(config, key)
-            if node is not None:
-                return key, node
-        raise BootstrapError(
-            f"hydra/callbacks=bootstrap is enabled but the config has no {' or '.join(repr(k) for k in keys)} node. "
-            f"Choose a preset: add '- {keys[-1]}: cpu_debug' to the defaults list, or pass +{keys[-1]}=cpu_debug."
-        )
-
     @_guarded
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Under torchrun, before Hydra makes the output directory: all ranks share rank 0's."""
-        if os.environ.get("RANK") is None or int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        launch = launcher.peek(os.environ)
+        if launch.launcher is not launcher.Launcher.torchrun or launch.world_size <= 1:
             return
         from bootstrap.distributed import agree_on_run_dir
 
@@ -164,20 +133,9 @@ class BootstrapCallback(Callback):
     @_guarded
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         self._overrides, self._multirun = [], False
-        self._overrides = typed_overrides(config)
-        hydra_cfg = config.hydra
-        self._multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"
-        key, env_cfg = self._find_preset(config)
-        session = Session(
-            env_cfg,
-            name=hydra_cfg.runtime.choices.get(key),
-            key=key,
-            env_set=hydra_cfg.job.env_set,
-            overrides=explicit_var_names(self._overrides, key),
-            output_dir=hydra_cfg.runtime.output_dir,
-            job_overrides=self._overrides,
-            job_num=hydra_cfg.job.get("num"),
-        )
+        self._overrides = typed_overrides(config)  # first: a failure below is reported masked
+        self._multirun = str(config.hydra.mode) == "RunMode.MULTIRUN"
+        session = Session(**session_args(config, self.config_key), output_dir=config.hydra.runtime.output_dir)
         if session.detect_launch().rank > 0:
             _log_to_own_file(session.rank)
         session.apply()
@@ -188,11 +146,11 @@ class BootstrapCallback(Callback):
         session, self._session = self._session, None
         if session is None:
             return
-        if job_return.status == JobStatus.COMPLETED:
-            session.close("completed", metrics=job_return.return_value)
+        if job_return.status == HydraJobStatus.COMPLETED:
+            session.close(JobStatus.COMPLETED, metrics=job_return.return_value)
         else:
             # JobReturn.return_value re-raises the task's exception; _return_value holds it.
-            session.close("failed", error=getattr(job_return, "_return_value", None))
+            session.close(JobStatus.FAILED, error=getattr(job_return, "_return_value", None))
 
     @_guarded
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -204,14 +162,14 @@ class BootstrapCallback(Callback):
         self._log_filter.install()
         # Hydra skips on_multirun_end when a job failed or a check stopped the sweep,
         # and those are the sweeps whose summary matters most. atexit covers them.
-        if os.environ.get("RANK", "0") == "0":
+        if launcher.peek(os.environ).rank == 0:  # a multirun under torchrun: rank 0 alone writes the summary
             atexit.register(write_sweep_summary, str(config.hydra.sweep.dir), self.objective, self.mode)
 
     @_guarded
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         atexit.unregister(write_sweep_summary)
         try:
-            if os.environ.get("RANK", "0") == "0":  # a multirun under torchrun: rank 0 alone writes the summary
+            if launcher.peek(os.environ).rank == 0:
                 write_sweep_summary(str(config.hydra.sweep.dir), self.objective, self.mode)
         finally:  # a summary that could not be written must not leave the launching process changed
             if self._log_filter is not None:
@@ -231,7 +189,7 @@ class _MaskOverrides(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         head, sep, overrides = message.partition(" : ")
-        record.msg, record.args = (head + sep + masked_overrides_line(overrides)) if sep else message, None
+        record.msg, record.args = (head + sep + masked_line(overrides)) if sep else message, None
         return True
 
     def install(self) -> None:

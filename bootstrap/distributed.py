@@ -17,6 +17,7 @@ import torch.distributed as dist
 
 from bootstrap.errors import BootstrapError
 from bootstrap.launcher import Launch, SubmititJob
+from bootstrap.report import GroupState, Teardown
 
 T = TypeVar("T")
 
@@ -56,14 +57,17 @@ def export_rendezvous(launch: Launch, environ: MutableMapping[str, str] = os.env
 class ProcessGroup:
     """What the bootstrap did about torch.distributed, and so what it must undo."""
 
-    state: str  # "created" | "existing" | "none"
+    state: GroupState
     mesh: object = None  # torch.distributed.device_mesh.DeviceMesh
 
-    def teardown(self) -> None:
+    def teardown(self) -> Teardown:
         # Only a group this session created: the user's own is theirs to destroy.
-        if self.state == "created" and dist.is_initialized():
-            dist.destroy_process_group()
         self.mesh = None
+        if self.state is GroupState.CREATED:
+            if dist.is_initialized():
+                dist.destroy_process_group()
+            return Teardown.DESTROYED
+        return Teardown.LEFT
 
 
 def group_in_use(made_here: bool) -> Optional[dict]:
@@ -173,13 +177,13 @@ def _check_no_abandoned_rendezvous() -> None:
             "env.distributed.timeout_s) and may hold MASTER_PORT. Start the job in a new process.")
 
 
-def _make_group(state: str, launch: Launch, backend: str, timeout_s: int, device: str,
+def _make_group(state: GroupState, launch: Launch, backend: str, timeout_s: int, device: str,
                 mesh_shape: Optional[Dict[str, int]]) -> ProcessGroup:
     """The blocking part of :func:`start`; runs in the rendezvous thread."""
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))  # the current CUDA device is per thread
     group = ProcessGroup(state)
-    if state == "created":
+    if state is GroupState.CREATED:
         # A 1-rank group needs no rendezvous: an in-memory store, no port to pick.
         kwargs = {"store": dist.HashStore()} if launch.world_size == 1 else {"init_method": "env://"}
         if device.startswith("cuda"):
@@ -212,13 +216,13 @@ def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape:
         # Before init_process_group: NCCL binds each rank's communicator to the current device.
         torch.cuda.set_device(torch.device(device))
     if dist.is_available() and dist.is_initialized():
-        state = "existing"
+        state = GroupState.EXISTING
     elif create:
-        state = "created"
+        state = GroupState.CREATED
         _check_no_abandoned_rendezvous()
     else:
-        return ProcessGroup("none")
-    if state == "existing" and not mesh_shape:
+        return ProcessGroup(GroupState.NONE)
+    if state is GroupState.EXISTING and not mesh_shape:
         return ProcessGroup(state)
     return run_interruptibly(lambda: _make_group(state, launch, backend, timeout_s, device, mesh_shape),
                              ProcessGroup.teardown, "bootstrap-rendezvous")
@@ -267,6 +271,18 @@ def claim_first_failure(rank: int, error: str) -> Tuple[int, int, str]:
         first = mine
     first_rank, first_time, message = first.split("|", 2)
     return int(first_rank), int(first_time), message
+
+
+def attribute_failure(rank: int, error: str) -> str:
+    """Name the rank whose failure came first, in the message returned and in torchrun's summary."""
+    first_rank, first_time, first_message = claim_first_failure(rank, error)
+    if first_rank == rank:
+        message, timestamp = f"rank {rank} failed: {error}", first_time
+    else:
+        message = f"rank {rank} stopped because rank {first_rank} failed first ({first_message}); here: {error}"
+        timestamp = max(int(time.time()), first_time + 1)
+    write_elastic_error_file(message, timestamp)
+    return message
 
 
 def write_elastic_error_file(message: str, timestamp: int, environ: Mapping[str, str] = os.environ) -> None:

@@ -17,10 +17,11 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from bootstrap import presets
 from bootstrap.errors import BootstrapError
 from bootstrap.masking import masked_text
+from bootstrap.report import describe_resolved
 
-PACKAGED_CONF = Path(__file__).resolve().parent / "conf"  # this repository's conf/ (a link), or the wheel's copy
 FALLBACK_CONFIG = "bootstrap_doctor"  # used when the package has no train_stub config (installed from a wheel)
 
 
@@ -55,9 +56,10 @@ def diagnose(config_path: Optional[str], config_name: Optional[str], overrides: 
     import bootstrap  # noqa: F401  registers the schema
 
     if config_path is None:
-        config_dir = PACKAGED_CONF
+        config_dir = presets.CONF_DIR
         if config_name is None and not (config_dir / "config.yaml").exists():
-            ConfigStore.instance().store(name=FALLBACK_CONFIG, node={"defaults": [{"env": "cpu_debug"}, "_self_"]})
+            ConfigStore.instance().store(name=FALLBACK_CONFIG,
+                                         node={"defaults": [{presets.GROUP: presets.CPU_PRESET}, "_self_"]})
             config_name = FALLBACK_CONFIG
     else:
         config_dir = Path(config_path).resolve()
@@ -79,21 +81,18 @@ def _presets() -> List[str]:
     from hydra.core.global_hydra import GlobalHydra
 
     loader = GlobalHydra.instance().config_loader()
-    return sorted(set(loader.get_group_options("env")) | set(loader.get_group_options("bootstrap_env")))
+    return sorted({option for group in (presets.GROUP, presets.ALIAS_GROUP) for option in loader.get_group_options(group)})
 
 
 def preview(cfg) -> dict:
     """The report the bootstrap would write for this config, without applying it."""
-    from bootstrap.callback import DEFAULT_KEYS, explicit_var_names, typed_overrides
+    from bootstrap.jobconfig import session_args
     from bootstrap.session import Session
 
-    key = next((k for k in DEFAULT_KEYS if k in cfg), None)
-    if key is None:
-        raise UsageError("The composed config has no 'env' node: choose a preset, e.g. env=cpu_debug.")
-    task_overrides = typed_overrides(cfg)
-    session = Session(cfg[key], name=cfg.hydra.runtime.choices.get(key), key=key, env_set=cfg.hydra.job.env_set,
-                      overrides=explicit_var_names(task_overrides, key), job_overrides=task_overrides)
-    return session.preview()
+    if not any(key in cfg for key in presets.KEYS):
+        raise UsageError(f"The composed config has no '{presets.GROUP}' node: choose a preset, "
+                         f"e.g. {presets.GROUP}={presets.CPU_PRESET}.")
+    return Session(**session_args(cfg)).preview()
 
 
 def _table(rows: List[tuple], indent: str = "  ") -> str:
@@ -137,7 +136,7 @@ def format_text(report: dict) -> str:
     lines = [
         f"hydra-train-bootstrap doctor: preset {report['preset']}"
         + (f" ({' '.join(report['overrides'])})" if report["overrides"] else ""),
-        *([f"resolved: {report['resolved']}"] if report["resolved"] else []),
+        *([f"resolved: {describe_resolved(report['resolved'])}"] if report["resolved"] else []),
         "", "Machine", _table(machine),
         "", "Checks", _table(checks) if report["checks"] else "  (the preset requires nothing)",
         "", "Variables", _table(variables),

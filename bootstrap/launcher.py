@@ -8,11 +8,11 @@ itself when it is built, so inconsistent values fail before any is tried.
 
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
+from bootstrap.textenum import TextEnum
 from bootstrap.errors import ConfigError
 
 # The port range for a port derived from a job id: above the well-known and
@@ -21,7 +21,7 @@ DERIVED_PORT_BASE = 20000
 DERIVED_PORT_SPAN = 10000
 
 
-class Launcher(str, enum.Enum):
+class Launcher(TextEnum):
     single = "single"  # one process, nothing started it as a rank
     torchrun = "torchrun"  # torchrun / torch elastic (and what uses it: accelerate launch)
     lightning = "lightning"  # a rank >= 1 that Lightning's `ddp` strategy re-launched
@@ -296,3 +296,13 @@ def tasks_on_node(compact: str, node: int) -> int:
 def derived_port(job_id: str) -> int:
     digits = re.sub(r"\D", "", job_id) or "0"
     return DERIVED_PORT_BASE + int(digits) % DERIVED_PORT_SPAN
+
+
+def peek(environ: Mapping[str, str]) -> Launch:
+    """:func:`detect` without the preset's hints, for what is decided before a job's preset is
+    read (the run directory, who writes a sweep's summary). Inconsistent variables give a
+    single process here; the job's start reports them."""
+    try:
+        return detect(environ)
+    except ConfigError:
+        return Launch(Launcher.single)

@@ -1,17 +1,23 @@
 """Secrets never leave: what counts as one, and how text is masked. Pure.
 
-A value is secret when the name it is stored under looks secret in any part of its
-path (``HF_TOKEN``, ``env.vars.WANDB_API_KEY``, ``db.password``), and, whatever the
-name, where the value itself carries a credential: the password of a URL
-(``postgres://user:pw@host``) or a token with a well-known prefix (``ghp_...``,
-``hf_...``). So ``GITHUB_PAT=ghp_...`` and ``DATABASE_URL=postgres://u:pw@h/db`` are
-masked although neither name says "secret".
+Everything the package writes or prints goes through one of these functions. A value
+is secret when the name it is stored under looks secret in any part of its path
+(``HF_TOKEN``, ``env.vars.WANDB_API_KEY``, ``db.password``); when it names a secret
+inside a structure (``{HF_TOKEN: x}``, ``A=1,API_KEY=x``); and, whatever the name,
+where the value itself carries a credential: a URL's user information
+(``postgres://user:***@host``, ``https://***@github.com``) or a token with a
+well-known prefix (``ghp_...``, ``hf_...``). So ``GITHUB_PAT=ghp_...`` and
+``DATABASE_URL=postgres://u:pw@h/db`` are masked although neither name says
+"secret". A token without a known prefix under a name without a marker word cannot
+be told from a plain value: give it a marker name, or keep it in the shell.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any, Iterable
+
+from bootstrap.overrides import split
 
 MASK = "***"
 
@@ -20,71 +26,89 @@ MASK = "***"
 # PAT as a whole word (GITHUB_PAT). Masking a harmless name costs little; missing one leaks.
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|KEY|CREDENTIAL|PRIVATE|AUTH|COOKIE"
                           r"|(?:^|[^A-Za-z])PAT(?:$|[^A-Za-z])", re.IGNORECASE)
-# The password in a URL's user info: scheme://user:PASSWORD@host, also as Hydra escapes
-# it in recorded overrides (postgres\://u\:pw@h).
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*\\?://[^/\s:@]*?\\?:)[^/\s@]+(?=@)")
+# A URL's user information: everything between "://" and the token's last "@" (a
+# password may hold "/" or "@"), also as Hydra escapes it in recorded overrides
+# (postgres\://u\:pw@h). With a password, the user name stays; without one, the user
+# part may itself be a token (https://TOKEN@github.com) and is masked whole.
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*\\?://)(?P<user>[^\s:/@\\]*\\?:)?\S*@")
 # Tokens that announce themselves: GitHub, Hugging Face, OpenAI-style, Slack, GitLab, npm,
 # PyPI, AWS access key ids.
 _TOKEN = re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}"
                     r"|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{20,}"
                     r"|npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{30,}|AKIA[0-9A-Z]{16})")
+_STRUCTURE = re.compile(r"[{\[:=]")  # a value that is a dict, a list or key-value text
+_REFERENCE = re.compile(r"\$\{[^{}\s,]*\}")  # an interpolation without a default: ${oc.env:NAME}, ${a.b}
 
 
-def is_secret(name: str) -> bool:
+def is_secret(name: Any) -> bool:
     """Does any part of this name or dotted path look like it holds a secret?"""
     return bool(_SECRET_NAME.search(str(name)))
 
 
-def mask_credentials(text: str) -> str:
-    """``text`` with URL passwords and self-announcing tokens replaced by the mask."""
-    text = _URL_PASSWORD.sub(lambda m: m.group("head") + MASK, text)
+def mask_credentials(text: Any) -> str:
+    """``text`` with URL user information and self-announcing tokens replaced by the mask."""
+    text = _USERINFO.sub(lambda m: m.group("head") + (m.group("user") or "") + MASK + "@", str(text))
     return _TOKEN.sub(MASK, text)
 
 
-def masked(name: str, value: Any) -> str:
-    """A variable's value as it may be shown."""
-    return MASK if is_secret(name) else mask_credentials(str(value))
+def names_secret(text: Any) -> bool:
+    """Text that names a secret inside a structure: ``{HF_TOKEN: x}``, ``[PASSWORD, x]``, ``A=1,KEY=x``."""
+    # A password that happens to hold a marker word is masked on its own; a reference
+    # (${oc.env:HF_TOKEN}) names a secret but holds none.
+    text = _REFERENCE.sub("", mask_credentials(text))
+    return is_secret(text) and bool(_STRUCTURE.search(text))
 
 
-def holds_secret(value: Any) -> bool:
-    """Does a (possibly nested) value hold a secret-looking key or a credential anywhere?"""
+def masked(name: Any, value: Any) -> str:
+    """A value stored under ``name`` (a variable, a key), as it may be shown."""
+    return MASK if is_secret(name) or names_secret(value) else mask_credentials(value)
+
+
+def holds_secret(value: Any, inside: bool = False) -> bool:
+    """Does a (possibly nested) value hold a secret-looking key, or a credential, anywhere?
+
+    Inside a dict or list, a secret-looking word counts too (``[PASSWORD, x]``)."""
     if isinstance(value, dict):
-        return any(is_secret(k) or holds_secret(v) for k, v in value.items())
+        return any(is_secret(k) or holds_secret(k, True) or holds_secret(v, True) for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return any(holds_secret(v) for v in value)
-    return mask_credentials(str(value)) != str(value)
+        return any(holds_secret(v, True) for v in value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return False
+    text = str(value)
+    return mask_credentials(text) != text or names_secret(text) or (inside and is_secret(text))
 
 
-def masked_override(override: str) -> str:
+def masked_override(override: Any) -> str:
     """``+env.vars.HF_TOKEN=hf_x`` -> ``+env.vars.HF_TOKEN=***``: command lines carry secrets too.
 
-    A key with a secret-looking part masks the whole value; a dict or list value that
-    names a secret anywhere (``env.vars={HF_TOKEN:x}``) is masked whole; any other value
-    keeps its text with credentials inside it masked.
+    A key with a secret-looking part, or a value that names a secret inside it
+    (``env.vars={HF_TOKEN:x}``), masks the whole value; any other value keeps its text
+    with credentials inside it masked.
     """
-    key, sep, value = str(override).partition("=")
-    if not sep:
-        return mask_credentials(override)
-    secret_inside = value.lstrip().startswith(("{", "[")) and is_secret(value)
-    if is_secret(key) or secret_inside:
-        return f"{key}={MASK}"
-    return f"{key}={mask_credentials(value)}"
+    text = str(override)
+    parsed = split(text)
+    if parsed.value is None:
+        return mask_credentials(text)
+    lhs = text[: len(text) - len(parsed.value) - 1]
+    return f"{lhs}={masked(parsed.key, parsed.value)}"
 
 
-def masked_overrides_line(text: str) -> str:
-    """A line of space-separated overrides (Hydra's ``#3 : a=b c=d`` log lines), each masked."""
-    return " ".join(masked_override(token) if "=" in token else mask_credentials(token) for token in text.split(" "))
+def masked_line(text: Any) -> str:
+    """Free text (a log line of overrides, a job name, a fact from a report): each
+    ``name=value`` token masked as an override, credentials masked everywhere."""
+    return " ".join(masked_override(t) if "=" in t else mask_credentials(t) for t in str(text).split(" "))
 
 
-def masked_text(text: str, overrides: Iterable[str] = ()) -> str:
-    """Free text (an error message) with the value of every secret-carrying override masked,
-    and any credential it contains."""
+def masked_text(text: Any, overrides: Iterable[str] = ()) -> str:
+    """An error message: the value of every secret-carrying override masked wherever it
+    appears, then every ``name=value`` token and credential (:func:`masked_line`)."""
+    text = str(text)
     for override in overrides:
-        value = str(override).partition("=")[2]
-        if value and masked_override(override) != override:
+        value = split(override).value
+        if value and masked_override(override) != str(override):
             text = text.replace(value, MASK)
             # Hydra also prints a value unquoted or as parsed: mask its inner text too.
             inner = value.strip("'\"{}[] ")
             if len(inner) >= 4:
                 text = text.replace(inner, MASK)
-    return mask_credentials(text)
+    return "\n".join(masked_line(line) for line in text.split("\n"))

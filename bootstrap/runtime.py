@@ -10,50 +10,7 @@ from typing import Callable, Dict, Optional
 import torch
 
 from bootstrap.errors import ConfigError
-from bootstrap.schema import AUTO, TorchSettings
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (respects taskset, cgroups cpusets, SLURM binding)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
-
-
-def cpu_affinity() -> str:
-    """The CPUs this process may run on, as ranges: ``0-3,8``."""
-    try:
-        cpus = sorted(os.sched_getaffinity(0))
-    except AttributeError:
-        return "unknown"
-    ranges, start = [], cpus[0]
-    for prev, cur in zip(cpus, cpus[1:] + [None]):
-        if cur != prev + 1:
-            ranges.append(f"{start}-{prev}" if prev != start else str(start))
-            start = cur
-    return ",".join(ranges)
-
-
-MAX_THREADS_PER_CPU = 8  # oversubscribing further only slows a job down; torch crashes long before 99999
-
-
-def check_thread_count(count: int, where: str, machine_cpus: int) -> int:
-    """Refuse a count far beyond the machine, naming the key and the CPU count."""
-    limit = MAX_THREADS_PER_CPU * machine_cpus
-    if count > limit:
-        raise ConfigError(f"{where}={count} is far beyond this machine's {machine_cpus} CPUs (at most {limit} "
-                          f"here). Use a count up to the CPUs, e.g. {where}={machine_cpus}, or {where}=auto.")
-    return count
-
-
-def resolve_threads(value, cpus: int, ranks_on_node: int = 1, omp_num_threads: Optional[str] = None) -> int:
-    """An explicit count wins; ``auto`` takes a user's OMP_NUM_THREADS, else CPUs ÷ local ranks."""
-    if value != AUTO:
-        return int(value)
-    if omp_num_threads is not None and omp_num_threads.isdigit() and int(omp_num_threads) > 0:
-        return int(omp_num_threads)
-    return max(1, cpus // max(1, ranks_on_node))
+from bootstrap.schema import TorchSettings
 
 
 @dataclass(frozen=True)
@@ -173,3 +130,12 @@ def _apply_distributed_debug(key: str) -> None:
 APPLY_NOW: Dict[str, Callable[[str], None]] = {
     "distributed_debug": _apply_distributed_debug,
 }
+
+
+def apply_late_values(key: str) -> None:
+    """Give each variable torch read before the bootstrap ran (``Reader.apply_now``) its effect
+    now, whoever set it: this process must run with the value its children will."""
+    from bootstrap.readers import READERS
+
+    for name in sorted({r.apply_now for r in READERS if r.apply_now}):
+        APPLY_NOW[name](key)

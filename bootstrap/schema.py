@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from bootstrap import presets
 from bootstrap.errors import ConfigError
 
 AUTO = "auto"
@@ -160,8 +160,25 @@ def validate(preset: EnvConfig, key: str = "env") -> EnvConfig:
     return preset
 
 
-PRESET_DIR = Path(__file__).resolve().parent / "conf" / "env"  # the top-level conf/env, also in the wheel
-ALIAS_GROUP = "bootstrap_env"
+def load(env_cfg: Any, key: str = "env") -> EnvConfig:
+    """Turn a DictConfig, a dict or an EnvConfig into a validated EnvConfig; ConfigError names ``key.<field>``."""
+    if isinstance(env_cfg, EnvConfig):
+        return validate(env_cfg, key)
+    from omegaconf import DictConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        if not (isinstance(env_cfg, DictConfig) and OmegaConf.get_type(env_cfg) is EnvConfig):
+            # Hydra already typed a preset that lists the schema; anything else is typed here.
+            env_cfg = OmegaConf.merge(OmegaConf.structured(EnvConfig), env_cfg)
+        preset = OmegaConf.to_object(env_cfg)
+    except OmegaConfBaseException as e:
+        full_key = getattr(e, "full_key", None) or ""
+        # A node cut from a whole job config (env=auto's composed preset) already names its key.
+        where = full_key if full_key == key or full_key.startswith(f"{key}.") else \
+            f"{key}.{full_key}" if full_key else key
+        raise ConfigError(f"{where}: {str(e).splitlines()[0]}") from None
+    return validate(preset, key)
 
 
 def register() -> None:
@@ -178,6 +195,6 @@ def register() -> None:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     store = ConfigStore.instance()
     store.store(group="bootstrap/schema", name="env", node=EnvConfig)
-    for path in sorted(PRESET_DIR.glob("*.yaml")):
-        store.store(group=ALIAS_GROUP, name=path.stem, node=yaml.load(path.read_text(), Loader=loader),
+    for path in sorted(presets.PRESET_DIR.glob("*.yaml")):
+        store.store(group=presets.ALIAS_GROUP, name=path.stem, node=yaml.load(path.read_text(), Loader=loader),
                     provider="hydra-train-bootstrap")

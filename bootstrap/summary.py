@@ -43,13 +43,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-from bootstrap.report import MASK, REPORT_NAME, is_secret, masked, masked_override, write_text_atomic
+from bootstrap.textenum import TextEnum
+from bootstrap.masking import masked_line, masked_override
+from bootstrap.report import REPORT_NAME, JobStatus, write_text_atomic
 
 CSV_NAME = "sweep_summary.csv"
 MD_NAME = "sweep_summary.md"
 MULTIRUN_NAME = "multirun.yaml"  # Hydra's basic sweeper writes it into the sweep directory when a sweep starts
 OVERRIDES = Path(".hydra") / "overrides.yaml"
-UNREADABLE = "unreadable"
 MAX_FILE_BYTES = 64 * 2**20  # a report is a few KiB; anything this large is not one
 
 # The objective when none is set: train_stub's throughput (higher is better), else a
@@ -57,6 +58,22 @@ MAX_FILE_BYTES = 64 * 2**20  # a report is a few KiB; anything this large is not
 AUTO_OBJECTIVES: Tuple[Tuple[str, str], ...] = (("samples_per_s", "max"), ("return", "min"))
 DEFAULT_MODES = dict(AUTO_OBJECTIVES)  # any other metric: min
 MODES = ("max", "min")
+
+
+class RowStatus(TextEnum):
+    """A row's status: the job's own (:class:`bootstrap.report.JobStatus`), or what the summary makes of its files.
+
+    A report may hold any text as its status; an unexpected one is shown as it is, masked."""
+
+    COMPLETED = JobStatus.COMPLETED.value
+    FAILED = JobStatus.FAILED.value
+    CHECK_FAILED = JobStatus.CHECK_FAILED.value
+    INTERRUPTED = JobStatus.INTERRUPTED.value
+    COMPLETED_CHECK_FAILED = "completed, check failed"  # ran with on_mismatch=warn
+    INCOMPLETE = "incomplete"  # the report still says running: the job was killed (SIGKILL) or crashed hard
+    UNREADABLE = "unreadable"  # a file that cannot be read, or holds the wrong shape of data
+    NO_REPORT = "no report"
+    UNKNOWN = "unknown"  # a report without a status
 
 
 class SummaryError(Exception):
@@ -84,43 +101,12 @@ class Job:
     row: Row
 
 
-_STATUS_ORDER = ("failed", "check_failed", "interrupted", "incomplete", UNREADABLE, "unknown", "completed")
+_STATUS_ORDER = (RowStatus.FAILED, RowStatus.CHECK_FAILED, RowStatus.INTERRUPTED, RowStatus.INCOMPLETE,
+                 RowStatus.UNREADABLE, RowStatus.UNKNOWN, RowStatus.COMPLETED)
 
 
 def _severity(status: str) -> int:
     return _STATUS_ORDER.index(status) if status in _STATUS_ORDER else 0  # an unexpected status: show it
-
-
-# -- masking: every text that reaches a cell, a header or a message ---------------------------
-# Stricter than report.masked's URL rule: everything between "://" and the token's last "@"
-# (user, password, even a password holding "/" or "@") is user information.
-_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*\\?://)\S*@")
-
-
-def _masked_credentials(text: str) -> str:
-    return _USERINFO.sub(lambda m: m.group("head") + MASK + "@", masked("", text))
-
-
-def keyed_secret(value: str) -> bool:
-    """Text that names a secret and carries a key-value structure (``'{HF_TOKEN: x}'``, ``A=1,KEY=x``)."""
-    return is_secret(value) and any(c in value for c in ":=")
-
-
-def shown_override(override: str) -> str:
-    """An override as it may be shown: :func:`bootstrap.report.masked_override`, and also a
-    value that names a secret in any form (a quoted dict, ``K=V`` text) masked whole, and a
-    URL's user information masked to its last ``@``."""
-    shown = masked_override(str(override))
-    key, sep, value = shown.partition("=")
-    if sep and value != MASK and keyed_secret(value):
-        return f"{key}={MASK}"
-    return _masked_credentials(shown)
-
-
-def shown_text(text: str) -> str:
-    """Free text (a job name, a status, a fact from a report) as it may be shown: each
-    ``name=value`` token masked as an override, credentials masked everywhere."""
-    return " ".join(shown_override(t) if "=" in t else _masked_credentials(t) for t in str(text).split(" "))
 
 
 # Control characters (a terminal escape in a printed table), bidi controls and lone
@@ -251,7 +237,7 @@ def check_report(report: Any) -> _Fields:
     raises :class:`_Unreadable` naming the first that is not."""
     _shape(isinstance(report, dict), "the report")
     job = _mapping(report.get("job"), "job")
-    status = _text(job.get("status"), "job.status") or "unknown"
+    status = _text(job.get("status"), "job.status") or RowStatus.UNKNOWN
     metrics = {}
     for name, value in _mapping(job.get("metrics"), "job.metrics").items():
         metrics[name] = _number(value, f"job.metrics.{name}")
@@ -261,12 +247,14 @@ def check_report(report: Any) -> _Fields:
     overrides = report.get("overrides") or []
     _shape(isinstance(overrides, list) and all(isinstance(o, str) for o in overrides), "overrides")
     threads = _mapping(report.get("threads"), "threads")
-    for name in ("preset", "resolved"):
-        _text(report.get(name), name)
+    _text(report.get("preset"), "preset")
+    resolved = report.get("resolved")
+    if resolved is not None:  # {"from": "auto", "preset": ..., "reason": ...}
+        _text(_mapping(resolved, "resolved").get("preset"), "resolved.preset")
     _mapping(report.get("found"), "found")
     return _Fields(
         num=_count(job.get("num"), "job.num"),
-        status="incomplete" if status == "running" else status,  # ended without on_job_end (killed, crashed hard)
+        status=RowStatus.INCOMPLETE if status == JobStatus.RUNNING else status,  # ended without on_job_end (killed, crashed hard)
         metrics=metrics,
         checks_ok=all(c["ok"] for c in checks),
         overrides=overrides,
@@ -276,7 +264,7 @@ def check_report(report: Any) -> _Fields:
 
 
 def _joined(overrides: Sequence[str]) -> str:
-    return " ".join(shown_override(o) for o in overrides)
+    return " ".join(masked_override(o) for o in overrides)
 
 
 def row_from_reports(job_dir: Path, reports: List[dict], overrides: Optional[List[str]] = None) -> Row:
@@ -289,12 +277,12 @@ def row_from_reports(job_dir: Path, reports: List[dict], overrides: Optional[Lis
         return _unreadable_row(job_dir, reports, overrides)
     first = fields[0]
     status = min((f.status for f in fields), key=_severity)
-    if status == "completed" and not first.checks_ok:
-        status = "completed, check failed"
+    if status == RowStatus.COMPLETED and not first.checks_ok:
+        status = RowStatus.COMPLETED_CHECK_FAILED
     return Row(
-        job=str(first.num) if first.num is not None else shown_text(Path(job_dir).name),
+        job=str(first.num) if first.num is not None else masked_line(Path(job_dir).name),
         overrides=_joined(first.overrides if first.overrides or overrides is None else overrides),
-        status=shown_text(status),
+        status=masked_line(status),
         intra_op=first.intra_op,
         inter_op=first.inter_op,
         metrics=first.metrics,
@@ -317,9 +305,9 @@ def _unreadable_row(job_dir: Path, reports: List[Any], overrides: Optional[List[
         listed = first.get("overrides")
         overrides = listed if isinstance(listed, list) and all(isinstance(o, str) for o in listed) else []
     return Row(
-        job=str(num) if num is not None else shown_text(Path(job_dir).name),
+        job=str(num) if num is not None else masked_line(Path(job_dir).name),
         overrides=_joined(overrides),
-        status=UNREADABLE,
+        status=RowStatus.UNREADABLE,
         intra_op=safely(lambda: _count(threads.get("intra_op"), "threads.intra_op")),
         inter_op=safely(lambda: _count(threads.get("inter_op"), "threads.inter_op")),
     )
@@ -338,12 +326,12 @@ def read_job(job_dir: Path) -> Job:
     if broken:
         return Job(job_dir, overrides, [], _unreadable_row(job_dir, reports, overrides))
     if not reports:
-        status = "no report" if overrides is not None else UNREADABLE
-        return Job(job_dir, overrides, [], Row(shown_text(job_dir.name), _joined(overrides or []), status, None, None))
+        status = RowStatus.NO_REPORT if overrides is not None else RowStatus.UNREADABLE
+        return Job(job_dir, overrides, [], Row(masked_line(job_dir.name), _joined(overrides or []), status, None, None))
     row = row_from_reports(job_dir, reports, overrides)
-    if overrides is None and row.status != UNREADABLE:  # a report, but Hydra's record of the job is garbage
-        row = replace(row, status=UNREADABLE, metrics={})
-    return Job(job_dir, overrides, reports if row.status != UNREADABLE else [], row)
+    if overrides is None and row.status != RowStatus.UNREADABLE:  # a report, but Hydra's record of the job is garbage
+        row = replace(row, status=RowStatus.UNREADABLE, metrics={})
+    return Job(job_dir, overrides, reports if row.status != RowStatus.UNREADABLE else [], row)
 
 
 # -- which job directories: the latest sweep's ----------------------------------------------------
@@ -467,7 +455,7 @@ def metric_names(rows: Sequence[Row]) -> List[str]:
 # -- the files -----------------------------------------------------------------------------------
 def _table(rows: Sequence[Row]) -> Tuple[List[str], List[list]]:
     names = metric_names(rows)
-    header = ["job", "overrides", "status", "intra_op", "inter_op", *(shown_text(n) for n in names), "best"]
+    header = ["job", "overrides", "status", "intra_op", "inter_op", *(masked_line(n) for n in names), "best"]
     body = [[r.job, r.overrides, r.status, r.intra_op, r.inter_op, *(r.metrics.get(n) for n in names), r.best]
             for r in rows]
     return header, body

@@ -16,7 +16,7 @@ What it refuses, each with a one-line ``bootstrap tune: ...`` error and nothing 
   a credential (``postgres://user:pw@host``, a ``ghp_``/``hf_`` token, ``'{API_KEY: x}'``).
   Tune refuses such a sweep rather than leave the key out (a preset that silently lacks
   a setting the winner ran with would not be the winner); the message names the key,
-  never the value. Every override it shows is masked (:func:`bootstrap.summary.shown_override`);
+  never the value. Every override it shows is masked (:mod:`bootstrap.masking`);
 - **a preset that would not load.** Before writing, the text is composed the way an app
   would compose ``env=<name>`` (Hydra's compose API, searching a temporary directory that
   holds the new file, then ``--out``, then the shipped presets), merged into the schema
@@ -42,14 +42,13 @@ from typing import Any, Dict, List, Optional
 
 import yaml
 
-from bootstrap import summary
-from bootstrap.report import is_secret, write_text_atomic
-from bootstrap.summary import one_line, printable, shown_override, shown_text
+from bootstrap import presets, summary
+from bootstrap.masking import holds_secret, is_secret, masked_line, masked_override
+from bootstrap.report import write_text_atomic
+from bootstrap.summary import RowStatus, one_line, printable
 
-PRESET_KEYS = ("env", "bootstrap_env")
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _PRESET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*")  # env=gpu/h100 too
-_RESOLVED = re.compile(r"\S+ -> (\S+)")  # "auto -> cpu_debug (no CUDA device)"
 _MISSING = object()
 
 
@@ -76,7 +75,7 @@ def _jobs(sweep_dir: Path):
 
 
 def _shown(job: Job) -> str:
-    return one_line(" ".join(shown_override(o) for o in job.overrides or [])) or "(no overrides)"
+    return one_line(" ".join(masked_override(o) for o in job.overrides or [])) or "(no overrides)"
 
 
 def _plain(value: Any) -> bool:
@@ -122,31 +121,14 @@ def _parse(overrides: Optional[List[str]], parser=None,
 
 
 def _preset_key(values: Dict[str, Any]) -> str:
-    return next((k for k in PRESET_KEYS if k in values or any(v.startswith(f"{k}.") for v in values)), "env")
-
-
-def _text_holds_secret(text: str) -> bool:
-    return shown_text(text) != text or summary.keyed_secret(text)
-
-
-def holds_secret(value: Any, inside: bool = False) -> bool:
-    """Does a (possibly nested) value hold a secret-looking key, or a credential, anywhere?
-
-    Inside a dict or list, a secret-looking word counts too (``[PASSWORD, x]``), as it
-    does for :func:`bootstrap.report.masked_override`."""
-    if isinstance(value, dict):
-        return any(is_secret(str(k)) or holds_secret(k, True) or holds_secret(v, True) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(holds_secret(v, True) for v in value)
-    if value is None or isinstance(value, (bool, int, float)):
-        return False
-    return _text_holds_secret(str(value)) or (inside and is_secret(str(value)))
+    """The key the winner's preset sits under, tried in the callback's order (``presets.KEYS``)."""
+    return next((k for k in presets.KEYS if k in values or any(v.startswith(f"{k}.") for v in values)), presets.GROUP)
 
 
 def _secret(dotted: str, value: Any, typed: Optional[str]) -> bool:
     """A setting tune must not write: by its path, by its value, or because the override as
     typed would be masked wherever it is shown."""
-    return is_secret(dotted) or holds_secret(value) or (typed is not None and shown_override(typed) != typed)
+    return is_secret(dotted) or holds_secret(value) or (typed is not None and masked_override(typed) != typed)
 
 
 def _fact(value: Any, limit: int = 120) -> str:
@@ -159,20 +141,19 @@ def _fact(value: Any, limit: int = 120) -> str:
         text = str(value)
     else:
         return "?"
-    text = one_line(shown_text(text))
+    text = one_line(masked_line(text))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _comment(line: str) -> str:
     """One header line: masked, printable, every line break a space (a YAML comment ends at one)."""
-    return "".join(" " if c.isspace() else c for c in printable(shown_text(line)))
+    return "".join(" " if c.isspace() else c for c in printable(masked_line(line)))
 
 
 def _base(report: dict) -> str:
     """The preset the winner ran with: what ``auto`` resolved to, or the one it named."""
     resolved = report.get("resolved")
-    match = _RESOLVED.match(resolved) if isinstance(resolved, str) else None
-    base = match.group(1) if match else report.get("preset")
+    base = resolved.get("preset") if isinstance(resolved, dict) else report.get("preset")
     if not isinstance(base, str) or not _PRESET_NAME.fullmatch(base):
         raise TuneError("the best job's report names no preset a tuned preset could extend; "
                         "sweep again with env=<preset> on the command line.")
@@ -191,7 +172,7 @@ def _settings(varied: List[str], key: str, winner: Dict[str, Any], typed: Dict[s
             continue
         value = winner[dotted]
         if _secret(dotted, value, typed.get(dotted)):
-            raise TuneError(f"the sweep varied {one_line(shown_text(dotted))}, which holds or looks like a secret: "
+            raise TuneError(f"the sweep varied {one_line(masked_line(dotted))}, which holds or looks like a secret: "
                             "a tuned preset will not hold it. Sweep it without tune, or set it in the environment.")
         node = settings
         *parents, leaf = dotted[len(key) + 1:].split(".")
@@ -241,7 +222,7 @@ def check_loads(text: str, name: str, conf_dir: Optional[Path] = None) -> None:
         # the next what ("Key 'bogus' not in 'Threads'"), and a later one the key ("full_key: env.threads.bogus").
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         picked = lines[:2] + [line for line in lines[2:] if line.startswith("full_key:")][:1]
-        reason = one_line(shown_text(" ".join(picked))) if picked else type(error).__name__
+        reason = one_line(masked_line(" ".join(picked))) if picked else type(error).__name__
         raise TuneError(f"the tuned preset would not load ({reason[:300]}); nothing was written. "
                         f"Pass --out the app's config directory if its base preset lives there.") from None
 
@@ -262,20 +243,20 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
     counts = one_line(", ".join(f"{s}: {sum(j.status == s for j in jobs)}" for s in statuses))
     chosen = summary.objective_for([j.row for j in jobs], objective, mode)
     if chosen is None:
-        if not any(j.status == "completed" for j in jobs):
+        if not any(j.status == RowStatus.COMPLETED for j in jobs):
             raise TuneError(f"no job of {sweep_dir} completed with a metric to compare ({counts}). "
                             "Fix the failing jobs and sweep again.")
         raise TuneError(f"the jobs of {sweep_dir} report no metric to compare (none of "
                         f"{', '.join(n for n, _ in summary.AUTO_OBJECTIVES)}). Name the one to use: --objective NAME.")
     metric, direction = chosen
-    shown_metric = one_line(shown_text(metric))
+    shown_metric = one_line(masked_line(metric))
     measured = sorted((j for j in jobs if summary.score(j.row, chosen) is not None),
                       key=lambda j: -summary.score(j.row, chosen))
-    if not any(j.status == "completed" for j in measured):
+    if not any(j.status == RowStatus.COMPLETED for j in measured):
         raise TuneError(f"no job of {sweep_dir} completed with a {shown_metric} to compare ({counts}). "
                         "Fix the failing jobs and sweep again, or choose another --objective.")
     winner = measured[0]
-    if winner.status != "completed":
+    if winner.status != RowStatus.COMPLETED:
         raise TuneError(f"the best job by {shown_metric} ({_shown(winner)}) has status '{one_line(winner.status)}': "
                         "a preset made from it would not run cleanly here. Sweep again without it, or fix its checks.")
     runner_up = measured[1] if len(measured) > 1 else None

@@ -1,4 +1,4 @@
-"""Version check: :func:`detect` reads the machine, :func:`check` is pure.
+"""Version check: :func:`detect` reads the machine (versions, GPUs, CPUs), :func:`check` is pure.
 
 ``check`` takes version strings, so every rule is unit-tested without the hardware
 it describes. Every failure is listed at once, each with its fix.
@@ -6,6 +6,7 @@ it describes. Every failure is listed at once, each with its fix.
 
 from __future__ import annotations
 
+import os
 import platform
 from dataclasses import dataclass
 from typing import List, Optional
@@ -28,6 +29,9 @@ class Found:
     compute_capability: Optional[str]  # the lowest among visible GPUs
     gpus: int
     gpu_names: tuple = ()
+    cpus: int = 1  # os.cpu_count()
+    cpus_usable: int = 1  # the CPUs this process may run on (affinity, cgroup cpuset)
+    cpu_affinity: str = "unknown"  # those CPUs as ranges: 0-3,8
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,32 @@ def detect() -> Found:
         compute_capability="%d.%d" % min(capabilities) if capabilities else None,
         gpus=gpus,
         gpu_names=tuple(torch.cuda.get_device_name(i) for i in range(gpus)),
+        cpus=os.cpu_count() or 1,
+        cpus_usable=usable_cpus(),
+        cpu_affinity=cpu_affinity(),
     )
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (respects taskset, cgroups cpusets, SLURM and MPI binding)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def cpu_affinity() -> str:
+    """The CPUs this process may run on, as ranges: ``0-3,8``."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return "unknown"
+    ranges, start = [], cpus[0]
+    for prev, cur in zip(cpus, cpus[1:] + [None]):
+        if cur != prev + 1:
+            ranges.append(f"{start}-{prev}" if prev != start else str(start))
+            start = cur
+    return ",".join(ranges)
 
 
 def _contains(spec: str, found: str) -> bool:

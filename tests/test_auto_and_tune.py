@@ -47,7 +47,7 @@ def test_env_auto_resolves_to_cpu_debug_here_and_keeps_the_users_overrides(tmp_p
                 "train.steps=2", f"hydra.run.dir={tmp_path}/out"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads((tmp_path / "out" / "bootstrap.json").read_text())
-    assert (report["preset"], report["resolved"]) == ("auto", "auto -> cpu_debug (no CUDA device)")
+    assert (report["preset"], report["resolved"]) == ("auto", {"from": "auto", "preset": "cpu_debug", "reason": "no CUDA device"})
     assert report["threads"]["intra_op"] == 1 and report["job"]["metrics"]["num_threads"] == 1
     assert report["torch"]["matmul_precision"] == "highest"  # cpu_debug's own setting
     assert report["vars"]["MY_FLAG"]["source"] == "override"
@@ -60,7 +60,7 @@ def test_env_auto_in_a_multirun_beside_other_presets(tmp_path):
     assert proc.returncode == 0, proc.stderr
     reports = {json.loads(p.read_text())["preset"]: json.loads(p.read_text())
                for p in (tmp_path / "sweep").glob("*/bootstrap.json")}
-    assert reports["auto"]["resolved"] == "auto -> cpu_debug (no CUDA device)"
+    assert reports["auto"]["resolved"] == {"from": "auto", "preset": "cpu_debug", "reason": "no CUDA device"}
     assert reports["auto"]["vars"].keys() == reports["cpu_debug"]["vars"].keys()
     assert "TORCH_NCCL_ASYNC_ERROR_HANDLING" in reports["h100"]["vars"]  # the next job is not stuck on auto
 

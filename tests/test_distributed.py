@@ -30,8 +30,8 @@ def test_torchrun_two_ranks_share_one_directory_and_all_reduce(tmp_path):
     for rank, report in enumerate(reports):
         assert report["distributed"] | {"master_port": None} == {
             "launcher": "torchrun", "rank": rank, "local_rank": rank, "world_size": 2, "local_world_size": 2,
-            "master_addr": "localhost", "master_port": None, "backend": "gloo", "process_group": "destroyed",
-            "mesh": {"dp": 2}, "group_at_end": {"owner": "bootstrap", "backend": "gloo", "world_size": 2, "rank": rank}}
+            "master_addr": "localhost", "master_port": None, "backend": "gloo", "process_group": "created",
+            "teardown": "destroyed", "mesh": {"dp": 2}, "group_at_end": {"owner": "bootstrap", "backend": "gloo", "world_size": 2, "rank": rank}}
         assert report["threads"]["intra_op"] == max(1, len(os.sched_getaffinity(0)) // 2)
         assert report["job"]["status"] == "completed"
     assert reports[0]["seed"]["data_seed"] != reports[1]["seed"]["data_seed"]  # each rank its own data
@@ -64,8 +64,8 @@ def test_submitit_local_two_tasks_per_job(tmp_path):
     assert proc.returncode == 0, proc.stderr
     for job in ("0", "1"):
         reports = [json.loads((sweep_dir / job / f"bootstrap.rank{r}.json").read_text()) for r in (0, 1)]
-        assert [(r["distributed"]["launcher"], r["distributed"]["world_size"], r["distributed"]["process_group"])
-                for r in reports] == [("submitit", 2, "destroyed")] * 2  # made at start, destroyed at the end
+        assert [(r["distributed"]["launcher"], r["distributed"]["world_size"], r["distributed"]["process_group"],
+                 r["distributed"]["teardown"]) for r in reports] == [("submitit", 2, "created", "destroyed")] * 2
         assert reports[0]["job"]["metrics"]["final_loss"] == reports[1]["job"]["metrics"]["final_loss"]
     rows = (sweep_dir / "sweep_summary.csv").read_text().splitlines()
     assert len(rows) == 3 and all(",completed," in row for row in rows[1:])
@@ -79,7 +79,8 @@ def test_one_process_multirun_creates_and_tears_down_a_group_per_job(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "already initialized" not in proc.stderr
     reports = [json.loads((sweep_dir / job / "bootstrap.json").read_text()) for job in ("0", "1")]
-    assert [r["distributed"]["process_group"] for r in reports] == ["destroyed", "destroyed"]  # made, then torn down
+    assert [(r["distributed"]["process_group"], r["distributed"]["teardown"]) for r in reports] == \
+        [("created", "destroyed")] * 2  # made, then torn down
     assert [r["job"]["status"] for r in reports] == ["completed", "completed"]
 
 

@@ -117,5 +117,5 @@ def test_env_auto_is_resolved_from_the_apps_own_search_path(tmp_path):
     proc = doctor("--config-path", str(app / "conf"), "env=auto", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["resolved"] == "auto -> cpu_debug (no CUDA device)"
+    assert report["resolved"] == {"from": "auto", "preset": "cpu_debug", "reason": "no CUDA device"}
     assert "APP_OWN_CPU_DEBUG" in report["vars"]

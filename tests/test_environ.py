@@ -109,7 +109,7 @@ def test_snapshot_restores_exactly_and_leaves_foreign_keys_alone():
 
 
 def test_secret_names_and_overrides_are_masked():
-    from bootstrap.report import is_secret, masked_override
+    from bootstrap.masking import is_secret, masked_override
 
     for name in ("HF_TOKEN", "WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "GCP_CREDENTIALS", "hf_token"):
         assert is_secret(name), name

@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 import bootstrap
 from bootstrap.callback import BootstrapCallback
 from bootstrap.errors import BootstrapError, ConfigError
-from bootstrap.masking import is_secret, masked, masked_override, masked_overrides_line, masked_text
+from bootstrap.masking import is_secret, masked, masked_override, masked_line, masked_text
 from conftest import STUB, clean_env
 
 TRACEBACK = "Traceback (most recent call last)"
@@ -112,7 +112,7 @@ def test_overrides_are_masked_by_key_path_by_content_and_inside_dicts():
     assert masked_override("++env.vars={HF_TOKEN:a}") == "++env.vars=***"
     assert masked_override("+db.url=mysql://u:secretpw@h/db") == "+db.url=mysql://u:***@h/db"
     assert masked_override(f"+train.hub={TOKEN}") == "+train.hub=***"
-    assert masked_overrides_line("\t#3 : env.threads.intra_op=2 +env.vars.MY_KEY=k1") == \
+    assert masked_line("\t#3 : env.threads.intra_op=2 +env.vars.MY_KEY=k1") == \
         "\t#3 : env.threads.intra_op=2 +env.vars.MY_KEY=***"
     assert TOKEN not in masked_text(f"Could not override 'x'. value: {TOKEN}", [f"+x={TOKEN}"])
 
@@ -227,9 +227,9 @@ def test_absurd_values_are_refused_naming_the_key_before_anything_changes(clean_
 
 # -- 7. env=auto takes the documented override of a preset's variable --------------------------
 def test_env_auto_re_applies_added_variables_over_the_chosen_presets_own():
-    from bootstrap import auto
+    from bootstrap import auto, overrides
 
-    picked = auto.env_overrides(["env=auto", "+env.vars.TORCH_NCCL_ASYNC_ERROR_HANDLING=1", "env.seed=3",
+    picked = overrides.reapplied(["env=auto", "+env.vars.TORCH_NCCL_ASYNC_ERROR_HANDLING=1", "env.seed=3",
                                  "~env.vars.PYTORCH_CUDA_ALLOC_CONF"], "env")
     chosen = auto.compose_preset("a100", "env", picked)  # a100 sets the variable itself
     assert chosen.vars.TORCH_NCCL_ASYNC_ERROR_HANDLING == 1 and chosen.seed == 3

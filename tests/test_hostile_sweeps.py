@@ -284,7 +284,7 @@ def test_the_base_preset_must_be_found_where_the_app_looks(tmp_path, capsys):
     assert "defaults:\n- probe\n- _self_\n\nthreads:\n  intra_op: 2\n" in (conf / "env" / "mine.yaml").read_text()
 
 
-@pytest.mark.parametrize("report_change", [{"preset": "../../etc"}, {"preset": None}, {"resolved": "auto -> ../x (y)"},
+@pytest.mark.parametrize("report_change", [{"preset": "../../etc"}, {"preset": None}, {"resolved": {"from": "auto", "preset": "../x", "reason": "y"}},
                                            {"preset": "a b"}])
 def test_a_report_naming_no_usable_base_is_refused(tmp_path, capsys, report_change):
     sweep = sweep_of(tmp_path, (["env.threads.intra_op=2"], 20.0, report_change), (["env.threads.intra_op=1"], 1.0))

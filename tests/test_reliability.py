@@ -86,7 +86,7 @@ def test_a_signal_during_the_task_still_closes_the_job(tmp_path, sig, exit_statu
     assert proc.returncode != 0 and (exit_status is None or proc.returncode == exit_status)
     report = json.loads((out / "bootstrap.json").read_text())
     assert report["job"]["status"] == "interrupted"
-    assert report["distributed"]["process_group"] == "destroyed"
+    assert (report["distributed"]["process_group"], report["distributed"]["teardown"]) == ("created", "destroyed")
 
 
 def test_sigterm_under_torchrun_closes_every_rank(tmp_path):
@@ -101,7 +101,8 @@ def test_sigterm_under_torchrun_closes_every_rank(tmp_path):
     for rank in (0, 1):
         report = json.loads((run_dir / f"bootstrap.rank{rank}.json").read_text())
         assert report["job"]["status"] == "interrupted", rank
-        assert report["distributed"]["process_group"] == "destroyed", rank
+        assert (report["distributed"]["process_group"], report["distributed"]["teardown"]) == \
+            ("created", "destroyed"), rank
 
 
 PROBE_APP = """

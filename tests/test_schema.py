@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 import bootstrap  # noqa: F401  registers the schema
 from bootstrap.errors import ConfigError
-from bootstrap.session import load_preset
+from bootstrap.schema import load as load_preset
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 PRESETS = ["cpu_debug", "a100", "h100"]

@@ -1,0 +1,71 @@
+"""A job's command-line overrides, read with Hydra's own parser. Pure.
+
+Every place that looks inside an override string goes through :func:`split`: the
+names given as ``env.vars.NAME=...``, the ``+`` a preset was chosen with, the
+``env.*`` overrides ``env=auto`` re-applies, and masking. Hydra already parsed the
+job's overrides before any of this runs, so its parser accepts them; text it rejects
+(a hand-edited ``overrides.yaml``, a log line) is split the way its grammar would,
+at the first ``=`` (a key cannot hold one).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, List, NamedTuple, Optional
+
+_PREFIX = {"CHANGE": "", "ADD": "+", "FORCE_ADD": "++", "DEL": "~"}
+_parser = None
+
+
+class Override(NamedTuple):
+    prefix: str  # "", "+", "++" or "~"
+    key: str  # the key or group, without its @package
+    value: Optional[str]  # the value as typed; None for a deletion without one
+
+
+def _hydra_parser():
+    global _parser
+    if _parser is None:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        _parser = OverridesParser.create()
+    return _parser
+
+
+def split(text: str) -> Override:
+    """``+env.vars.X=1`` -> ``Override("+", "env.vars.X", "1")``."""
+    text = str(text)
+    lhs, sep, value = text.partition("=")
+    try:
+        parsed = _hydra_parser().parse_override(text)
+        return Override(_PREFIX[parsed.type.name], parsed.key_or_group, value if sep else None)
+    except Exception:  # noqa: BLE001 - hostile text: Hydra's parse error, or whatever its grammar raises
+        prefix = "~" if lhs.startswith("~") else "++" if lhs.startswith("++") else "+" if lhs.startswith("+") else ""
+        return Override(prefix, lhs[len(prefix):].split("@", 1)[0].strip(), value if sep else None)
+
+
+def var_names(overrides: Iterable[str], key: str = "env") -> frozenset:
+    """The variables the command line sets: ``[+|++]<key>.vars.NAME=value``."""
+    prefix = f"{key}.vars."
+    return frozenset(o.key[len(prefix):] for o in map(split, overrides)
+                     if o.prefix != "~" and o.key.startswith(prefix) and o.value is not None)
+
+
+def preset_prefix(overrides: Iterable[str], key: str = "env") -> str:
+    """``+`` or ``++`` when the job chose its preset with ``+env=...`` (an app without an env group)."""
+    return next((o.prefix for o in map(split, overrides) if o.key == key and o.prefix in ("+", "++")), "")
+
+
+def reapplied(overrides: Iterable[str], key: str = "env") -> List[str]:
+    """The job's overrides of keys under ``key``, to put on a preset composed later (``env=auto``).
+
+    They were written against ``auto.yaml``, which sets no variables: a variable of the
+    chosen preset had to be added there (``+env.vars.X=1``) but exists in the chosen one,
+    where ``+`` would fail. So each is re-applied as ``++`` (add or override); deletions
+    (``~``) stay as they are.
+    """
+    picked = []
+    for text in overrides:
+        o = split(text)
+        if o.key.startswith(f"{key}."):
+            picked.append(text if o.prefix == "~" else f"++{o.key}={o.value}")
+    return picked

@@ -1,0 +1,160 @@
+"""The plan: everything the bootstrap will do to this process, decided before it touches anything. Pure.
+
+:func:`make_plan` turns a validated preset and the facts of this process (its
+environment, Hydra's ``env_set``, the variables named on the command line, what torch
+has already read, the CPU count, how it was launched) into a :class:`Plan`. Like
+torchtitan's ``ParallelDims``, a plan checks itself when it is built and derives what
+follows from it; ``Session.preview()`` reports it and ``Session.apply()`` carries it out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Collection, Dict, Mapping, Optional, Tuple
+
+from bootstrap import environ, mesh, seeding
+from bootstrap.errors import ConfigError
+from bootstrap.launcher import Launch
+from bootstrap.readers import ProcessState
+from bootstrap.schema import AUTO, DistributedInit, EnvConfig, SeedOffset, TorchSettings
+
+DETERMINISTIC_CUBLAS_WORKSPACE = ":4096:8"  # cuBLAS's documented workspace for deterministic results
+
+
+@dataclass(frozen=True)
+class ThreadPlan:
+    intra_op: int  # torch.set_num_threads
+    inter_op: int  # torch.set_num_interop_threads (once per process)
+    # OMP_NUM_THREADS/MKL_NUM_THREADS are exported only when they tell a child something:
+    # an explicit count, CPUs shared among several ranks, or the user's own value.
+    exported: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    launch: Launch
+    create_group: bool  # make a process group (else adopt the one that exists, if any)
+    mesh: Mapping[str, int]  # the device mesh's resolved dimensions; empty when none is built
+    threads: ThreadPlan
+    vars: Tuple[environ.VarDecision, ...]
+    torch: TorchSettings  # numerics, applied through torch's API
+    device_type: str  # the preset's device: cpu | cuda
+    backend: str  # the preset's backend, used when the device is a GPU
+    seed: Optional[int]  # env.seed; None: the app seeds itself
+    global_seed: Optional[int]  # what random, numpy and torch get on this rank: seed + 100 * pp_rank
+    data_seed: Optional[int]  # bootstrap.current().data_seed
+
+    def __post_init__(self) -> None:
+        if self.mesh and math.prod(self.mesh.values()) != self.launch.world_size:
+            raise ConfigError(f"mesh {dict(self.mesh)} does not fill WORLD_SIZE({self.launch.world_size}).")
+        if self.create_group and self.launch.framework_makes_group:
+            raise ConfigError(f"{self.launch.launcher.value} makes the process group itself; "
+                              "the bootstrap must not make a second one.")
+
+    @property
+    def distributed(self) -> bool:
+        """Is this process one rank of a world, or asked for a group of its own?"""
+        return self.create_group or self.launch.world_size > 1
+
+    def device(self, cuda_visible: bool) -> str:
+        """Where the task's model goes: ``cuda:<local_rank>`` for a rank on a GPU, ``cuda`` for one
+        process, ``cpu`` otherwise (also when CUDA is asked for but absent, under on_mismatch=warn)."""
+        if self.device_type != "cuda" or not cuda_visible:
+            return "cpu"
+        return f"cuda:{self.launch.local_rank}" if self.distributed else "cuda"
+
+    def backend_for(self, device: str) -> str:
+        return self.backend if device.startswith("cuda") else "gloo"
+
+
+def make_plan(
+    preset: EnvConfig,
+    *,
+    key: str,
+    environ_now: Mapping[str, str],
+    env_set: Mapping[str, Any],
+    explicit_vars: Collection[str],
+    state: ProcessState,
+    cpus: int,
+    machine_cpus: int,
+    launch: Launch,
+) -> Plan:
+    """The plan for ``preset`` in this process. Raises ConfigError naming ``key.<field>`` on bad input.
+
+    ``environ_now`` includes Hydra's ``env_set`` values, as it does when a job starts;
+    ``explicit_vars`` names the variables given as ``env.vars.NAME=...`` on the command line.
+    """
+    dist = preset.distributed
+    # A framework that starts its own ranks (Lightning) makes the group itself, later.
+    create_group = not launch.framework_makes_group and (
+        dist.init is DistributedInit.always or (dist.init is DistributedInit.auto and launch.world_size > 1))
+    # The mesh only matters with more than one rank or a group to build it on.
+    shape = mesh.resolve_mesh(dist.mesh, launch.world_size, key) \
+        if create_group or launch.world_size > 1 else {}
+    requested_vars = {n: environ.normalize(n, v, key) for n, v in preset.vars.items()}
+    threads = _threads(preset, key, environ_now, requested_vars.get("OMP_NUM_THREADS")
+                       if "OMP_NUM_THREADS" in explicit_vars else None, cpus, machine_cpus, launch.local_world_size)
+    derived = {n: environ.normalize(n, v, key) for n, v in _derived_vars(preset, threads).items()}
+    decisions = environ.plan_vars({**derived, **requested_vars},  # the preset's own entries win over derived ones
+                                  environ_now, env_set, explicit_vars, state)
+    global_seed = None
+    if preset.seed is not None:
+        global_seed = seeding.global_seed(preset.seed, mesh.coordinate(launch.rank, shape, "pp"))
+    return Plan(
+        launch=launch, create_group=create_group, mesh=shape, threads=threads, vars=tuple(decisions),
+        torch=preset.torch, device_type=preset.device.value, backend=dist.backend.value, seed=preset.seed, global_seed=global_seed,
+        data_seed=seeding.data_seed(preset.seed, launch.rank, preset.seed_offset is SeedOffset.rank),
+    )
+
+
+MAX_THREADS_PER_CPU = 8  # oversubscribing further only slows a job down; torch crashes long before 99999
+
+
+def resolve_threads(value: Any, cpus: int, ranks_on_node: int = 1, omp_num_threads: Optional[str] = None) -> int:
+    """An explicit count wins; ``auto`` takes a user's OMP_NUM_THREADS, else CPUs ÷ local ranks."""
+    if value != AUTO:
+        return int(value)
+    if omp_num_threads is not None and omp_num_threads.isdigit() and int(omp_num_threads) > 0:
+        return int(omp_num_threads)
+    return max(1, cpus // max(1, ranks_on_node))
+
+
+def check_thread_count(count: int, where: str, machine_cpus: int) -> int:
+    """Refuse a count far beyond the machine, naming the key and the CPU count."""
+    limit = MAX_THREADS_PER_CPU * machine_cpus
+    if count > limit:
+        raise ConfigError(f"{where}={count} is far beyond this machine's {machine_cpus} CPUs (at most {limit} "
+                          f"here). Use a count up to the CPUs, e.g. {where}={machine_cpus}, or {where}=auto.")
+    return count
+
+
+def _threads(preset: EnvConfig, key: str, environ_now: Mapping[str, str], command_line_omp: Optional[str],
+             cpus: int, machine_cpus: int, ranks_on_node: int) -> ThreadPlan:
+    if command_line_omp is not None:
+        user_omp: Optional[str] = command_line_omp
+    elif "OMP_NUM_THREADS" in environ.inherited_names(environ_now):
+        user_omp = None  # a parent's bootstrap chose it for a different number of ranks
+    else:
+        user_omp = environ_now.get("OMP_NUM_THREADS")
+    intra = check_thread_count(resolve_threads(preset.threads.intra_op, cpus, ranks_on_node, user_omp),
+                               f"{key}.threads.intra_op", machine_cpus)
+    inter = check_thread_count(resolve_threads(preset.threads.inter_op, cpus, ranks_on_node),
+                               f"{key}.threads.inter_op", machine_cpus)
+    # For one process, ``auto`` is what libgomp picks anyway, and exporting it would hide the
+    # variable's absence from frameworks that divide the CPUs among the processes they start
+    # (Lightning's DDP, torchrun: both set OMP_NUM_THREADS only where it is unset).
+    exported = preset.threads.intra_op != AUTO or ranks_on_node > 1 or user_omp is not None
+    return ThreadPlan(intra, inter, exported)
+
+
+def _derived_vars(preset: EnvConfig, threads: ThreadPlan) -> Dict[str, Any]:
+    """Variables implied by other preset fields, for child processes and late readers."""
+    derived: Dict[str, Any] = {}
+    if threads.exported:
+        derived.update(OMP_NUM_THREADS=threads.intra_op, MKL_NUM_THREADS=threads.intra_op)
+    if preset.seed is not None:
+        derived["PYTHONHASHSEED"] = preset.seed
+    if preset.torch.deterministic:
+        derived["CUBLAS_WORKSPACE_CONFIG"] = DETERMINISTIC_CUBLAS_WORKSPACE
+    return derived
