@@ -10,11 +10,13 @@ search path, and put the job's own ``env.*`` overrides on top (:func:`resolve`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from packaging.version import Version
 
 from bootstrap import overrides, presets
+from bootstrap.errors import ConfigError
+from bootstrap.schema import EnvConfig, load
 from bootstrap.versions import Found
 
 # Compute capability family -> preset, newest first. A GPU outside every family gets
@@ -28,9 +30,11 @@ CPU_PRESET = presets.CPU_PRESET
 
 @dataclass(frozen=True)
 class Choice:
+    """``env=auto`` resolved to ``preset`` for ``reason`` (the report's ``resolved``)."""
+
     preset: str
     reason: str  # shown as "auto -> <preset> (<reason>)"
-    warning: Optional[str] = None
+    warning: Optional[str] = None  # the machine fits no preset's family exactly
 
 
 def choose(found: Found) -> Choice:
@@ -65,8 +69,11 @@ def compose_preset(preset: str, key: str, overrides: Sequence[str]):
         return compose(overrides=arguments)[key]
 
 
-def resolve(key: str, job_overrides: Sequence[str], found: Found) -> Tuple[Any, Choice]:
-    """The preset this machine calls for, as a config node with the job's own ``key.*``
-    overrides re-applied on it (:func:`bootstrap.overrides.reapplied`), and why it was chosen."""
+def resolve(key: str, job_overrides: Sequence[str], found: Found) -> Tuple[EnvConfig, Choice]:
+    """The preset this machine calls for, validated, with the job's own ``key.*`` overrides
+    re-applied on it (:func:`bootstrap.overrides.reapplied`), and why it was chosen."""
     choice = choose(found)
-    return compose_preset(choice.preset, key, overrides.reapplied(job_overrides, key)), choice
+    preset = load(compose_preset(choice.preset, key, overrides.reapplied(job_overrides, key)), key)
+    if preset.auto:
+        raise ConfigError(f"{key}={choice.preset} sets auto: true itself; only {key}=auto may.")
+    return preset, choice

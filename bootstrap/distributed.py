@@ -6,11 +6,12 @@ the process group, the device mesh, and teardown. Detection itself is pure
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, Generic, List, Mapping, MutableMapping, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Generic, List, Mapping, MutableMapping, Optional, Tuple, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -20,6 +21,7 @@ from bootstrap.launcher import Launch, SubmititJob
 from bootstrap.report import GroupState, Teardown
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def submitit_job(environ: Mapping[str, str]) -> Optional[SubmititJob]:
@@ -273,14 +275,16 @@ def claim_first_failure(rank: int, error: str) -> Tuple[int, int, str]:
     return int(first_rank), int(first_time), message
 
 
-def attribute_failure(rank: int, error: str) -> str:
-    """Name the rank whose failure came first, in the message returned and in torchrun's summary."""
+def attribute_failure(rank: int, error: Any) -> str:
+    """Name the rank whose failure came first, in the message returned (and logged) and in torchrun's summary."""
+    error = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
     first_rank, first_time, first_message = claim_first_failure(rank, error)
     if first_rank == rank:
         message, timestamp = f"rank {rank} failed: {error}", first_time
     else:
         message = f"rank {rank} stopped because rank {first_rank} failed first ({first_message}); here: {error}"
         timestamp = max(int(time.time()), first_time + 1)
+    log.error("%s", message)
     write_elastic_error_file(message, timestamp)
     return message
 

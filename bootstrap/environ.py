@@ -125,6 +125,12 @@ def plan_vars(
     return decisions
 
 
+def late_warnings(decisions: Iterable[VarDecision]) -> List[str]:
+    """One line for each variable set too late to take effect here, or withheld; values masked."""
+    return [f"{d.name}={masked(d.name, d.value)} is {'not set' if d.withheld else 'exported for child processes only'}: "
+            f"{d.note}" for d in decisions if d.warn]
+
+
 def inherited_names(environ: Mapping[str, str]) -> frozenset:
     """Variables a parent process's bootstrap exported (see :data:`EXPORTED`)."""
     return frozenset(name for name in environ.get(EXPORTED, "").split(",") if name)

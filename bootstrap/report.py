@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from bootstrap.textenum import TextEnum
+from bootstrap.auto import Choice
 from bootstrap.masking import masked, masked_override
 from bootstrap.plan import Plan
 from bootstrap.versions import Check, Found
@@ -53,21 +54,6 @@ class Teardown(TextEnum):
     LEFT = "left"  # not the bootstrap's to destroy
 
 
-@dataclass(frozen=True)
-class Resolved:
-    """``env=auto`` resolved to ``preset`` for ``reason``."""
-
-    preset: str
-    reason: str
-    placeholder: str = "auto"
-
-    def as_dict(self) -> dict:
-        return {"from": self.placeholder, "preset": self.preset, "reason": self.reason}
-
-    def __str__(self) -> str:
-        return describe_resolved(self.as_dict())
-
-
 def describe_resolved(resolved: Mapping[str, Any]) -> str:
     """A report's ``resolved`` as one phrase: ``auto -> cpu_debug (no CUDA device)``."""
     return f"{resolved['from']} -> {resolved['preset']} ({resolved['reason']})"
@@ -80,7 +66,7 @@ class JobInfo:
     preset: str
     overrides: Sequence[str] = ()  # as typed; masked here
     num: Optional[int] = None
-    resolved: Optional[Resolved] = None
+    resolved: Optional[Choice] = None  # what env=auto chose
 
 
 @dataclass(frozen=True)
@@ -108,7 +94,8 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
     return {
         "schema_version": SCHEMA_VERSION,
         "preset": job.preset,
-        "resolved": job.resolved.as_dict() if job.resolved else None,
+        "resolved": {"from": "auto", "preset": job.resolved.preset, "reason": job.resolved.reason}
+        if job.resolved else None,
         "overrides": [masked_override(o) for o in job.overrides],
         "device": device,
         "found": {

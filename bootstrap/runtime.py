@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import torch
 
@@ -56,6 +56,12 @@ class TorchState:
         return asdict(self)
 
 
+def apply_settings(settings: TorchSettings, intra_op: int, inter_op: int) -> Tuple[int, int, str]:
+    """Numerics and thread counts; returns the counts read back, and a note if inter-op could not be set."""
+    apply_torch_settings(settings)
+    return (apply_intra_op(intra_op), *apply_inter_op(inter_op))
+
+
 def apply_torch_settings(settings: TorchSettings) -> None:
     torch.set_float32_matmul_precision(settings.matmul_precision.value)
     torch.backends.cudnn.allow_tf32 = settings.cudnn_allow_tf32
@@ -83,7 +89,7 @@ def intra_op_now() -> int:
     return torch.get_num_threads()
 
 
-def apply_inter_op(threads: int) -> tuple[int, str]:
+def apply_inter_op(threads: int) -> Tuple[int, str]:
     """Set inter-op threads if torch still allows it. Returns (read-back, note).
 
     torch allows this once per process, before any inter-op work; a later call

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
-from bootstrap import environ, launcher, overrides, readers, report, runtime, schema, seeding, versions
-from bootstrap.errors import BootstrapError, ConfigError, MismatchError
-from bootstrap.interrupts import InterruptGuard
+from bootstrap import active, environ, launcher, overrides, readers, report, runtime, schema, seeding, versions
+from bootstrap.errors import ConfigError, MismatchError
+from bootstrap.changes import ProcessChanges
 from bootstrap.plan import Plan, make_plan
-from bootstrap.report import Applied, GroupState, JobInfo, JobStatus, Resolved
+from bootstrap.report import Applied, GroupState, JobInfo, JobStatus
 from bootstrap.schema import OnMismatch
 
 log = logging.getLogger(__name__)
@@ -56,14 +55,11 @@ class Session:
         self.report: Dict[str, Any] = {}
         self.plan: Optional[Plan] = None
         self.launch: Optional[launcher.Launch] = None
-        self.resolved: Optional[Resolved] = None  # env=auto: the preset it chose, and why
+        self.resolved = None  # env=auto: the auto.Choice it made
         self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
         self.data_seed = self.preset.seed
-        self._group = None  # distributed.ProcessGroup
         self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
-        self._guard = InterruptGuard(self._close_interrupted)
-        self._environ_snapshot: Optional[environ.EnvironSnapshot] = None
-        self._torch_snapshot: Optional[runtime.TorchState] = None
+        self._changes: Optional[ProcessChanges] = None  # while applied
 
     rank = property(lambda self: self.launch.rank if self.launch else 0)
     local_rank = property(lambda self: self.launch.local_rank if self.launch else 0)
@@ -73,6 +69,10 @@ class Session:
     def mesh(self):
         """The DeviceMesh, or None when none was built."""
         return self._group.mesh if self._group is not None else None
+
+    @property
+    def _group(self):
+        return self._changes.group if self._changes is not None else None
 
     def __enter__(self) -> "Session":
         return self.apply()
@@ -99,14 +99,8 @@ class Session:
 
             # On a GPU this reads the compute capability, which creates the CUDA context before
             # the chosen preset's variables are set: CUDA_* ones then reach children only.
-            env_cfg, choice = auto.resolve(self.key, self.job_overrides, versions.detect())
-            self.preset = schema.load(env_cfg, self.key)
-            if self.preset.auto:
-                raise ConfigError(f"{self.key}={choice.preset} sets auto: true itself; only env=auto may.")
-            self.resolved = Resolved(choice.preset, choice.reason)
-            if choice.warning:
-                warnings.append(choice.warning)
-                log.warning("%s", choice.warning)
+            self.preset, self.resolved = auto.resolve(self.key, self.job_overrides, versions.detect())
+            _warn(warnings, self.resolved.warning)
         self.plan = make_plan(self.preset, key=self.key, environ_now=environ_now, env_set=self.env_set,
                               explicit_vars=self.explicit_vars, state=readers.current_state(),
                               cpus=versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
@@ -117,8 +111,7 @@ class Session:
     def _device(self, plan: Plan, found: versions.Found, warnings: List[str]) -> str:
         self.device = plan.device(cuda_visible=found.gpus > 0)
         if plan.device_type == "cuda" and self.device == "cpu":  # only with on_mismatch=warn
-            warnings.append(f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu")
-            log.warning("%s", warnings[-1])
+            _warn(warnings, f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu")
         return self.device
 
     def _job(self) -> JobInfo:
@@ -139,22 +132,16 @@ class Session:
     # -- applying ----------------------------------------------------------------------------
     def apply(self) -> "Session":
         """Apply the preset to this process; on any failure, put it back and raise."""
-        with _lock:
-            _check_can_apply(self)
-            self._apply()
-            global _owner
-            _owner = _owner if _stack else threading.current_thread()
-            _stack.append(self)
+        active.push(self, self._apply)
         return self
 
     def _apply(self) -> None:
         started, warnings = time.perf_counter(), []
         plan = self._make_plan(os.environ, warnings)
-        self._environ_snapshot = environ.EnvironSnapshot(os.environ, foreign=self.env_set)
-        self._torch_snapshot = runtime.TorchState.capture()
+        self._changes = ProcessChanges(self.env_set, self._close_interrupted)
         found, checks = None, []
         try:
-            self._guard.install()  # first: a signal during start-up (a rendezvous) must end the job restored
+            self._changes.guard.install()  # first: a signal during start-up (a rendezvous) ends the job restored
             environ.apply_vars(plan.vars)
             runtime.apply_late_values(self.key)
             # Detect after the variables are set: on a GPU, reading the compute capability
@@ -166,54 +153,43 @@ class Session:
                 message = versions.mismatch_message(self.name, checks, self.key, warn=warn,
                                                     chosen_as=overrides.preset_prefix(self.job_overrides, self.key))
                 if not warn:
-                    self.report = report.build(self._job(), plan, self.device, found, checks, None, warnings,
-                                               time.perf_counter() - started, JobStatus.CHECK_FAILED)
-                    self._write(self.report, error=message)
+                    self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, message)
                     raise MismatchError(message)
-                warnings.append(message)
-                log.warning("%s", message)
+                _warn(warnings, message)
             device = self._device(plan, found, warnings)
-            runtime.apply_torch_settings(plan.torch)
-            intra = runtime.apply_intra_op(plan.threads.intra_op)
-            inter, inter_note = runtime.apply_inter_op(plan.threads.inter_op)
-            if inter_note:
-                warnings.append(inter_note)
-                _warn_once(inter_note)
+            intra, inter, inter_note = runtime.apply_settings(plan.torch, plan.threads.intra_op, plan.threads.inter_op)
+            _warn(warnings, inter_note, once=True)  # the same in every job of a one-process sweep
             backend, group_state = None, GroupState.NONE
             if plan.distributed:
                 from bootstrap import distributed
 
                 distributed.export_rendezvous(plan.launch)
                 backend = plan.backend_for(device)
-                self._group = distributed.start(plan.launch, backend, self.preset.distributed.timeout_s, device,
-                                                plan.mesh, plan.create_group)
+                self._changes.group = distributed.start(plan.launch, backend, self.preset.distributed.timeout_s,
+                                                        device, plan.mesh, plan.create_group)
                 group_state = self._group.state
             seeded = seeding.seed_everything(plan.global_seed) if plan.global_seed is not None else []
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
-            for d in plan.vars:
-                if d.warn:
-                    warnings.append(f"{d.name}: {d.note}")
-                    log.warning("%s=%s is %s: %s", d.name, report.masked(d.name, d.value),
-                                "not set" if d.withheld else "exported for child processes only", d.note)
+            for line in environ.late_warnings(plan.vars):
+                _warn(warnings, line)
             applied = Applied(intra, inter, tuple(seeded), group_state, backend, self.mesh is not None)
-            self.report = report.build(self._job(), plan, device, found, checks, applied, warnings,
-                                       time.perf_counter() - started)
-            self._write(self.report)  # an unwritable output directory fails the job, not half of it
+            self._record(plan, found, checks, applied, warnings, started)  # unwritable: the job fails, not half of it
             log.info("bootstrap\n%s", report.format_table(self.report))
         except BaseException as error:
             self._undo()
             if isinstance(error, (KeyboardInterrupt, SystemExit)) and not self.report:
-                self._record_interrupted_start(plan, found, checks, warnings, started, error)
+                try:  # a signal before the job started (a rendezvous waiting for a peer): say so
+                    self._record(plan, found or versions.detect(), checks, None, warnings, started,
+                                 JobStatus.INTERRUPTED, f"stopped during start-up ({type(error).__name__})")
+                except Exception as write_error:  # noqa: BLE001 - the interrupt matters; the record is a courtesy
+                    log.warning("could not record the interrupted start: %s", write_error)
             raise
 
-    def _record_interrupted_start(self, plan, found, checks, warnings, started, error) -> None:
-        """Ctrl-C or SIGTERM before the job started (a rendezvous waiting for a peer): say so."""
-        try:
-            self._write(report.build(self._job(), plan, self.device, found or versions.detect(), checks, None,
-                                     warnings, time.perf_counter() - started, JobStatus.INTERRUPTED),
-                        error=f"stopped during start-up ({type(error).__name__})")
-        except Exception as write_error:  # noqa: BLE001 - the interrupt is what matters; the record is a courtesy
-            log.warning("could not record the interrupted start: %s", write_error)
+    def _record(self, plan: Plan, found: versions.Found, checks, applied: Optional[Applied], warnings: List[str],
+                started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None) -> None:
+        self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
+                                   time.perf_counter() - started, status)
+        self._write(self.report, error=error)
 
     # -- closing -----------------------------------------------------------------------------
     def _close_interrupted(self) -> None:
@@ -223,11 +199,9 @@ class Session:
         """Restore the process and record how the job ended. Safe to call twice.
 
         Sessions applied after this one and still open are closed first (status ``failed``)."""
-        if self._environ_snapshot is None:
+        if self._changes is None:
             return
-        with _lock:
-            inner = _stack[_stack.index(self) + 1:] if self in _stack else []
-        for session in reversed(inner):
+        for session in reversed(active.inside(self)):
             session.close(JobStatus.FAILED, error="closed because an outer session was closed first")
         status = JobStatus(status)
         try:  # a record must never keep the process from being restored
@@ -236,9 +210,7 @@ class Session:
                     and self._group.state is GroupState.CREATED and self.world_size > 1:
                 from bootstrap import distributed
 
-                text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-                error = distributed.attribute_failure(self.rank, text)
-                log.error("%s", error)
+                error = distributed.attribute_failure(self.rank, error)
         except Exception as record_error:  # noqa: BLE001 - the store may be gone with a peer: still restore
             log.warning("could not record the task's effects or the failing rank: %s", record_error)
         teardown = self._undo()
@@ -260,62 +232,38 @@ class Session:
                           task_seed=seed_now if self._torch_seed is not None and seed_now != self._torch_seed else None)
 
     def _undo(self):
-        """Put the process back; each step runs even if an earlier one raised. Returns the group's Teardown."""
-        with _lock:
-            if self in _stack:
-                _stack.remove(self)
-        self._guard.remove()
-        group, self._group = self._group, None
-        torch_snapshot, self._torch_snapshot = self._torch_snapshot, None
-        environ_snapshot, self._environ_snapshot = self._environ_snapshot, None
-        try:
-            return group.teardown() if group is not None else None
-        finally:
-            try:
-                if torch_snapshot is not None:
-                    torch_snapshot.restore()
-            finally:
-                if environ_snapshot is not None:
-                    environ_snapshot.restore()
+        """Put the process back (see ProcessChanges.undo); returns what became of the group."""
+        active.remove(self)
+        changes, self._changes = self._changes, None
+        return changes.undo() if changes is not None else None
 
     def _write(self, record: Dict[str, Any], status: Optional[JobStatus] = None, metrics: Any = None,
                error: Any = None) -> None:
         if status is not None or error is not None:
             report.finish(record, status or JobStatus(record["job"]["status"]), metrics, error)
-        if self.output_dir is not None:
+        if self.output_dir is not None:  # rank N of a world writes bootstrap.rank<N>.json
             report.write_json_atomic(self.output_dir / report.report_name(self.rank, self.world_size), record)
 
 
-# The applied sessions, innermost last. Only one thread applies at a time.
-_stack: List[Session] = []
-_owner: Optional[threading.Thread] = None  # the thread whose sessions are on the stack
-_lock = threading.RLock()  # re-entrant: closing a session closes the ones inside it first
 _warned: set = set()
 
 
-def _check_can_apply(session: Session) -> None:
-    if session._environ_snapshot is not None:
-        raise BootstrapError("This session is already applied. Close it (session.close()) before applying it "
-                             "again, or make a new one with bootstrap.initialize().")
-    if _stack and _owner is not threading.current_thread():
-        raise BootstrapError(f"A bootstrap session is already applied in thread {_owner.name!r}. os.environ and "
-                             "torch's settings belong to the whole process: apply sessions from one thread, "
-                             "or close that one first.")
-
-
-def _warn_once(message: str) -> None:
-    # One warning per process, not one per job of a long one-process sweep.
-    if message not in _warned:
-        _warned.add(message)
-        log.warning("%s", message)
+def _warn(warnings: List[str], message: Optional[str], once: bool = False) -> None:
+    """Into the report and the log (``once``: logged once per process, not once per job of a sweep)."""
+    if message:
+        warnings.append(message)
+        if not (once and message in _warned):
+            _warned.add(message)
+            log.warning("%s", message)
 
 
 def current() -> Session:
     """The session of the running job: ``bootstrap.current().device`` is where the model goes."""
-    if not _stack:
+    session = active.innermost()
+    if session is None:
         raise RuntimeError("No bootstrap session is active. Enable the callback (hydra/callbacks=bootstrap) "
                            "or wrap the code in `with bootstrap.initialize(cfg.env):`.")
-    return _stack[-1]
+    return session
 
 
 def initialize(env_cfg: Any, *, name: Optional[str] = None, key: str = "env",
