@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -164,7 +165,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         first = str(error).splitlines()[0] if str(error) else ""
         print(f"bootstrap doctor: {type(error).__name__}: {masked_text(first, args.overrides)}", file=sys.stderr)
         return 2
-    print(json.dumps(report, indent=2) if args.json else format_text(report))
+    try:
+        print(json.dumps(report, indent=2) if args.json else format_text(report), flush=True)
+    except BrokenPipeError:  # `bootstrap doctor | head`: the reader has gone, which is not an error here
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
     return 0 if all(c["ok"] for c in report["checks"]) else 1
 
 

@@ -20,6 +20,17 @@ def doctor(*args, cwd=None, env=None, command=DOCTOR):
                           env=env or clean_env(), timeout=120)
 
 
+def _runs(numbers):
+    """Consecutive runs of sorted integers as (first, last) pairs: [0, 1, 2, 5] -> (0, 2), (5, 5)."""
+    runs = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], n)
+        else:
+            runs.append((n, n))
+    return runs
+
+
 def test_passing_preset_prints_machine_checks_and_variables_and_exits_0(tmp_path):
     proc = doctor(cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -28,7 +39,9 @@ def test_passing_preset_prints_machine_checks_and_variables_and_exits_0(tmp_path
         assert section in out
     for fact in ("python", "torch", "CUDA", "cuDNN", "NCCL", "GPUs", "compute capability", "CPUs", "launcher"):
         assert f"\n  {fact} " in out, fact
-    assert f"affinity {'0-1' if len(os.sched_getaffinity(0)) == 2 else ''}" in out
+    usable = sorted(os.sched_getaffinity(0))
+    ranges = ",".join(f"{a}-{b}" if a != b else str(a) for a, b in _runs(usable))
+    assert f"\n  CPUs                {os.cpu_count()} ({len(usable)} usable, affinity {ranges})\n" in out
     assert "PYTHONHASHSEED  0      preset  child processes (this process: through torch)" in out
     assert list(tmp_path.iterdir()) == []  # no output directory, nothing written
 
@@ -119,3 +132,12 @@ def test_env_auto_is_resolved_from_the_apps_own_search_path(tmp_path):
     report = json.loads(proc.stdout)
     assert report["resolved"] == {"from": "auto", "preset": "cpu_debug", "reason": "no CUDA device"}
     assert "APP_OWN_CPU_DEBUG" in report["vars"]
+
+
+def test_a_reader_that_goes_away_early_gets_no_traceback(tmp_path):
+    # `bootstrap doctor | head -1`: the pipe's reader is gone when the doctor writes.
+    proc = subprocess.Popen(DOCTOR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env=clean_env())
+    proc.stdout.close()
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in stderr, stderr

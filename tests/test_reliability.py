@@ -123,12 +123,26 @@ main()
 """
 
 
-def long_sweep(app: Path, sweep_dir: Path, *overrides: str) -> dict:
-    proc = subprocess.run([sys.executable, str(app / "probe_app.py"), "-m", "+seed_sweep=range(0,200)", "+env=cpu_debug",
-                           f"hydra.sweep.dir={sweep_dir}", *overrides], cwd=app, env=clean_env(),
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return {int(d.name): json.loads((d / "observed.json").read_text()) for d in sweep_dir.iterdir() if d.is_dir()}
+def long_sweeps(app: Path, sweeps: dict) -> dict:
+    """Run one 200-job sweep per ``{sweep_dir: overrides}`` at the same time (each is one mostly
+    single-threaded process); return each sweep's {job number: what the job observed}."""
+    procs = {sweep_dir: subprocess.Popen(
+        [sys.executable, str(app / "probe_app.py"), "-m", "+seed_sweep=range(0,200)", "+env=cpu_debug",
+         f"hydra.sweep.dir={sweep_dir}", *overrides], cwd=app, env=clean_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for sweep_dir, overrides in sweeps.items()}
+    observed = {}
+    try:
+        for sweep_dir, proc in procs.items():
+            _, stderr = proc.communicate(timeout=900)
+            assert proc.returncode == 0, stderr[-3000:]
+            observed[sweep_dir] = {int(d.name): json.loads((d / "observed.json").read_text())
+                                   for d in sweep_dir.iterdir() if d.is_dir()}
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return observed
 
 
 @pytest.mark.slow
@@ -139,8 +153,8 @@ def test_a_200_job_one_process_sweep_leaks_nothing(tmp_path):
     app = tmp_path / "app"
     shutil.copytree(APP, app)
     (app / "probe_app.py").write_text(PROBE_APP)
-    ours = long_sweep(app, tmp_path / "ours", "hydra/callbacks=bootstrap")
-    baseline = long_sweep(app, tmp_path / "baseline")
+    sweeps = long_sweeps(app, {tmp_path / "ours": ["hydra/callbacks=bootstrap"], tmp_path / "baseline": []})
+    ours, baseline = sweeps[tmp_path / "ours"], sweeps[tmp_path / "baseline"]
     assert sorted(ours) == sorted(baseline) == list(range(200))
 
     growth = {name: (runs[199]["rss_kb"] - runs[20]["rss_kb"]) / 1024 for name, runs in

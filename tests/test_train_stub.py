@@ -1,13 +1,20 @@
 """End to end: the real train_stub.py, the real Hydra callback, in a subprocess."""
 
 import os
+from pathlib import Path
 
 import pytest
+import torch
 
-from conftest import clean_env
+from conftest import ROOT, clean_env
 
 TRACEBACK = "Traceback (most recent call last)"
 TRAINING_LOG = "step 0  loss"
+
+
+def torch_settings():
+    return (torch.get_num_threads(), torch.get_float32_matmul_precision(), torch.backends.cudnn.benchmark,
+            torch.are_deterministic_algorithms_enabled())
 
 
 def test_default_run_trains_and_writes_the_report(run_stub):
@@ -23,7 +30,8 @@ def test_default_run_trains_and_writes_the_report(run_stub):
     assert job["metrics"]["steps"] == 300
     assert job["metrics"]["samples_per_s"] > 0 and job["metrics"]["final_loss"] < 2.0
     assert 0 < report["timings"]["bootstrap_s"] < 5
-    assert "bootstrap" in (run.out_dir / "train_stub.log").read_text()
+    job_log = (run.out_dir / "train_stub.log").read_text()  # the bootstrap's table, in the job's own log
+    assert f"preset=cpu_debug  threads intra_op={cpus} inter_op={cpus}" in job_log and "all ok" in job_log
 
 
 def test_h100_on_this_cpu_machine_stops_before_the_task(run_stub):
@@ -134,15 +142,54 @@ BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
 ] + [([f"env={name}"], NO_ENV, fragment) for name, (_, fragment) in BAD_PRESET_FILES.items()]
 
 
-@pytest.mark.parametrize("overrides, launcher_vars, fragment", BAD_INPUTS,
-                         ids=[" ".join(o) or " ".join(f"{k}={v}" for k, v in e.items()) for o, e, _ in BAD_INPUTS])
-def test_bad_input_exits_non_zero_naming_the_key_without_traceback(run_stub, tmp_path, overrides, launcher_vars,
-                                                                   fragment):
+def _user_conf(tmp_path: Path) -> Path:
+    """A config directory holding the broken presets of BAD_PRESET_FILES, each extending cpu_debug."""
     user_conf = tmp_path / "user_conf"
     (user_conf / "env").mkdir(parents=True)
     for name, (body, _) in BAD_PRESET_FILES.items():
         (user_conf / "env" / f"{name}.yaml").write_text("defaults:\n  - cpu_debug\n  - _self_\n" + body)
-    run = run_stub(f"hydra.searchpath=[file://{user_conf}]", "train.steps=0", *overrides,
+    return user_conf
+
+
+def _refusal(tmp_path: Path, overrides) -> str:
+    """What refuses the job: Hydra while composing train_stub's config, else the real callback at job start."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from bootstrap.callback import BootstrapCallback
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        try:
+            cfg = compose(config_name="config", return_hydra_config=True, overrides=[
+                f"hydra.searchpath=[file://{_user_conf(tmp_path)}]", f"hydra.runtime.output_dir={tmp_path / 'out'}",
+                *overrides])
+        except (HydraException, OmegaConfBaseException) as error:
+            return f"compose: {error}"
+        with pytest.raises(SystemExit) as stopped:
+            BootstrapCallback().on_job_start(config=cfg)
+    return f"job start: {stopped.value.code}"
+
+
+@pytest.mark.parametrize("overrides, launcher_vars, fragment", BAD_INPUTS,
+                         ids=[" ".join(o) or " ".join(f"{k}={v}" for k, v in e.items()) for o, e, _ in BAD_INPUTS])
+def test_each_bad_input_is_refused_naming_the_key_and_changing_nothing(tmp_path, monkeypatch, overrides,
+                                                                        launcher_vars, fragment):
+    for name, value in launcher_vars.items():
+        monkeypatch.setenv(name, value)
+    environ_before, torch_before = dict(os.environ), torch_settings()
+    message = _refusal(tmp_path, overrides)
+    assert fragment in message, message
+    assert dict(os.environ) == environ_before and torch_settings() == torch_before
+    assert not (tmp_path / "out").exists()  # refused before the checks: no report
+
+
+# End to end, one input of each kind: Hydra refuses it, the job start does, the launcher's variables do.
+@pytest.mark.parametrize("overrides, launcher_vars, fragment", [BAD_INPUTS[0], BAD_INPUTS[2], BAD_INPUTS[13]],
+                         ids=["compose", "job start", "launcher variables"])
+def test_bad_input_exits_non_zero_naming_the_key_without_traceback(run_stub, tmp_path, overrides, launcher_vars,
+                                                                   fragment):
+    run = run_stub(f"hydra.searchpath=[file://{_user_conf(tmp_path)}]", "train.steps=0", *overrides,
                    env=clean_env(**launcher_vars))
     assert run.returncode != 0
     assert fragment in run.stderr, run.stderr
