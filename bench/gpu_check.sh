@@ -10,22 +10,9 @@ python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version
 
 echo "== 1. env=h100 checks, and TF32 training on cuda"
 python train_stub.py env=h100 train.steps=300 hydra.run.dir="$out/h100"
-python - "$out/h100/bootstrap.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-for c in r["checks"]:
-    print(f"  check {c['name']:<20} required {c['required']:<8} found {c['found']:<12} ok={c['ok']}")
-assert all(c["ok"] for c in r["checks"]), "a check failed"
-assert r["device"].startswith("cuda") and r["torch"]["matmul_precision"] == "high", r
-print("  samples/s", round(r["job"]["metrics"]["samples_per_s"]), "final loss", r["job"]["metrics"]["final_loss"])
-PY
+python bench/check_report.py "$out/h100/bootstrap.json" --device cuda --tf32 --trained
 
-echo "== 2. a 1-rank NCCL process group, started eagerly"
+echo "== 2. a 1-rank NCCL process group, started eagerly, destroyed at job end"
 python train_stub.py env=h100 env.distributed.init=always train.steps=20 hydra.run.dir="$out/nccl"
-python - "$out/nccl/bootstrap.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))["distributed"]
-print("  ", d)
-assert d["process_group"] == "created" and d["backend"] == "nccl", d
-PY
+python bench/check_report.py "$out/nccl/bootstrap.json" --device cuda --backend nccl --group --trained
 echo "GPU check passed"

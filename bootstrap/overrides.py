@@ -10,6 +10,7 @@ at the first ``=`` (a key cannot hold one).
 
 from __future__ import annotations
 
+import functools
 from typing import Iterable, List, NamedTuple, Optional
 
 _PREFIX = {"CHANGE": "", "ADD": "+", "FORCE_ADD": "++", "DEL": "~"}
@@ -31,9 +32,8 @@ def _hydra_parser():
     return _parser
 
 
-def split(text: str) -> Override:
-    """``+env.vars.X=1`` -> ``Override("+", "env.vars.X", "1")``."""
-    text = str(text)
+@functools.lru_cache(maxsize=4096)  # a job's overrides are read several times; ANTLR is not cheap
+def _split(text: str) -> Override:
     lhs, sep, value = text.partition("=")
     try:
         parsed = _hydra_parser().parse_override(text)
@@ -41,6 +41,11 @@ def split(text: str) -> Override:
     except Exception:  # noqa: BLE001 - hostile text: Hydra's parse error, or whatever its grammar raises
         prefix = "~" if lhs.startswith("~") else "++" if lhs.startswith("++") else "+" if lhs.startswith("+") else ""
         return Override(prefix, lhs[len(prefix):].split("@", 1)[0].strip(), value if sep else None)
+
+
+def split(text: str) -> Override:
+    """``+env.vars.X=1`` -> ``Override("+", "env.vars.X", "1")``."""
+    return _split(str(text))
 
 
 def var_names(overrides: Iterable[str], key: str = "env") -> frozenset:

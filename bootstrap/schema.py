@@ -13,9 +13,6 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Union
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from bootstrap import presets
 from bootstrap.errors import ConfigError
 
@@ -113,6 +110,10 @@ class EnvConfig:
 
 def validate(preset: EnvConfig, key: str = "env") -> EnvConfig:
     """Check what the type system could not; raise ConfigError naming ``key.field``."""
+    # Here, not at module level: every Hydra app in the environment imports this module (the plugin scan).
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
     for name in ("intra_op", "inter_op"):
         value = getattr(preset.threads, name)
         if value != AUTO and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):

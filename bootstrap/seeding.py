@@ -23,8 +23,8 @@ the report records the new seed as ``seed.task_seed``.
 
 from __future__ import annotations
 
+import functools
 import random
-import sys
 from typing import Optional
 
 PIPELINE_STRIDE = 100  # Megatron's offset between pipeline stages
@@ -47,6 +47,15 @@ def torch_seed() -> int:
     return torch.initial_seed()
 
 
+@functools.lru_cache(maxsize=1)  # without numpy, every job of a sweep would search sys.path for it again
+def _numpy():
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
 def seed_everything(seed: int) -> list[str]:
     """Seed random, numpy (when installed) and torch (which also seeds every CUDA device).
 
@@ -56,12 +65,7 @@ def seed_everything(seed: int) -> list[str]:
 
     random.seed(seed)
     seeded = ["random"]
-    numpy = sys.modules.get("numpy")
-    if numpy is None:
-        try:
-            import numpy
-        except ImportError:
-            numpy = None
+    numpy = _numpy()
     if numpy is not None:
         numpy.random.seed(seed)
         seeded.append("numpy")

@@ -1,0 +1,61 @@
+"""Check a bootstrap.json as bench/gpu_check.sh expects it (the test suite runs it on CPU reports).
+
+    python bench/check_report.py REPORT --device cuda [--backend nccl] [--group] [--tf32] [--trained]
+
+Exits 1 naming the first field that is not as expected; prints the fields it read.
+"""
+
+import argparse
+import json
+import sys
+
+
+def problems(report: dict, device: str, backend, group: bool, tf32: bool, trained: bool) -> list:
+    found = []
+    failed = [c["name"] for c in report["checks"] if not c["ok"]]
+    if failed:
+        found.append(f"checks failed: {failed}")
+    if report["job"]["status"] != "completed":
+        found.append(f"job.status is {report['job']['status']!r}, not 'completed'")
+    if not report["device"].startswith(device):
+        found.append(f"device is {report['device']!r}, not {device}")
+    if tf32 and report["torch"]["matmul_precision"] != "high":
+        found.append(f"torch.matmul_precision is {report['torch']['matmul_precision']!r}, not 'high' (TF32)")
+    dist = report["distributed"]
+    if group:
+        # process_group: the group's state when the job started; teardown: what became of it at the end.
+        seen = (dist["process_group"], dist["teardown"], dist["backend"])
+        if seen != ("created", "destroyed", backend):
+            found.append(f"distributed (process_group, teardown, backend) is {seen}, not ('created', 'destroyed', "
+                         f"{backend!r})")
+    metrics = report["job"]["metrics"] or {}
+    if trained and not {"samples_per_s", "final_loss"} <= metrics.keys():
+        found.append(f"job.metrics lacks samples_per_s or final_loss: {sorted(metrics)}")
+    return found
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("report")
+    parser.add_argument("--device", required=True, help="what report.device must start with: cuda or cpu")
+    parser.add_argument("--backend", help="the group's backend, with --group")
+    parser.add_argument("--group", action="store_true", help="the bootstrap made a process group and destroyed it")
+    parser.add_argument("--tf32", action="store_true", help="matmul precision 'high'")
+    parser.add_argument("--trained", action="store_true", help="train_stub's metrics are recorded")
+    args = parser.parse_args(argv)
+    with open(args.report) as f:
+        report = json.load(f)
+    for c in report["checks"]:
+        print(f"  check {c['name']:<20} required {c['required']:<8} found {str(c['found']):<12} ok={c['ok']}")
+    print(f"  device {report['device']}  distributed {report['distributed']}")
+    if args.trained and report["job"]["metrics"]:
+        print(f"  samples/s {report['job']['metrics'].get('samples_per_s')}  "
+              f"final loss {report['job']['metrics'].get('final_loss')}")
+    found = problems(report, args.device, args.backend, args.group, args.tf32, args.trained)
+    for problem in found:
+        print(f"FAILED: {problem}", file=sys.stderr)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
