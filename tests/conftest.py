@@ -57,3 +57,50 @@ def run_stub(tmp_path):
         return Run(proc.returncode, proc.stdout, proc.stderr, out_dir)
 
     return run
+
+
+@dataclass
+class Answer:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _main_here(main, capsys, monkeypatch):
+    """``main(ARGS)`` of one of the package's command-line tools, run in this process (its code
+    path, minus the interpreter's start), with ``env`` as the whole environment and ``cwd`` as the
+    working directory; both are put back afterwards."""
+
+    def run(*args: str, cwd: Optional[Path] = None, env: Optional[dict] = None) -> Answer:
+        capsys.readouterr()
+        with monkeypatch.context() as patch:
+            for name in list(os.environ):
+                patch.delenv(name)
+            for name, value in (clean_env() if env is None else env).items():
+                patch.setenv(name, value)
+            if cwd is not None:
+                patch.chdir(cwd)
+            try:
+                code = main(list(args))
+            except SystemExit as stop:  # argparse's usage errors
+                code = stop.code
+        captured = capsys.readouterr()
+        return Answer(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def doctor_here(capsys, monkeypatch):
+    """``bootstrap doctor ARGS`` in this process (see :func:`_main_here`)."""
+    from bootstrap import doctor
+
+    return _main_here(doctor.main, capsys, monkeypatch)
+
+
+@pytest.fixture
+def tune_here(capsys, monkeypatch):
+    """``bootstrap tune ARGS`` in this process (see :func:`_main_here`)."""
+    from bootstrap import tune
+
+    return _main_here(tune.main, capsys, monkeypatch)

@@ -65,8 +65,8 @@ def test_env_auto_in_a_multirun_beside_other_presets(tmp_path):
     assert "TORCH_NCCL_ASYNC_ERROR_HANDLING" in reports["h100"]["vars"]  # the next job is not stuck on auto
 
 
-def test_the_doctor_shows_the_resolution(tmp_path):
-    proc = run([sys.executable, "-m", "bootstrap", "doctor", "env=auto"], tmp_path)
+def test_the_doctor_shows_the_resolution(doctor_here, tmp_path):
+    proc = doctor_here("env=auto", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "resolved: auto -> cpu_debug (no CUDA device)" in proc.stdout
 
@@ -106,31 +106,33 @@ def app_sweep(tmp_path, *overrides):
     return sweep
 
 
-def tune(tmp_path, sweep, *extra):
-    return run([sys.executable, "-m", "bootstrap", "tune", str(sweep), "--name", "mine", "--out",
-                str(tmp_path / "conf"), *extra], tmp_path)
+@pytest.fixture
+def tune(tune_here):
+    def run_tune(tmp_path, sweep, *extra):
+        return tune_here(str(sweep), "--name", "mine", "--out", str(tmp_path / "conf"), *extra, cwd=tmp_path)
+    return run_tune
 
 
-def test_tune_refuses_an_empty_sweep(tmp_path):
+def test_tune_refuses_an_empty_sweep(tune, tmp_path):
     (tmp_path / "empty").mkdir()
     proc = tune(tmp_path, tmp_path / "empty")
     assert proc.returncode == 1 and "holds no sweep jobs" in proc.stderr
 
 
-def test_tune_refuses_a_sweep_without_a_completed_job(tmp_path):
+def test_tune_refuses_a_sweep_without_a_completed_job(tune, tmp_path):
     sweep = app_sweep(tmp_path, "fail=true", "env.seed=1,2")
     proc = tune(tmp_path, sweep)
     assert proc.returncode == 1 and "no job of" in proc.stderr and "failed: 2" in proc.stderr
 
 
-def test_tune_refuses_a_winner_that_failed_its_checks(tmp_path):
+def test_tune_refuses_a_winner_that_failed_its_checks(tune, tmp_path):
     sweep = app_sweep(tmp_path, "env=cpu_debug,h100_probe", "env.on_mismatch=warn")
     proc = tune(tmp_path, sweep)
     assert proc.returncode == 1
     assert "the best job by samples_per_s (env=h100_probe env.on_mismatch=warn) has status 'completed, check failed'" in proc.stderr
 
 
-def test_tune_does_not_overwrite_without_force(tmp_path):
+def test_tune_does_not_overwrite_without_force(tune, tmp_path):
     sweep = app_sweep(tmp_path, "env.threads.intra_op=1,2")
     assert tune(tmp_path, sweep).returncode == 0
     target = tmp_path / "conf" / "env" / "mine.yaml"
@@ -141,7 +143,7 @@ def test_tune_does_not_overwrite_without_force(tmp_path):
     assert tune(tmp_path, sweep, "--force").returncode == 0 and "intra_op: 2" in target.read_text()
 
 
-def test_tune_never_writes_a_secret(tmp_path):
+def test_tune_never_writes_a_secret(tune, tmp_path):
     sweep = app_sweep(tmp_path, "+env.vars.HF_TOKEN=hf_first_secret,hf_second_secret")
     proc = tune(tmp_path, sweep)
     assert proc.returncode == 1 and "looks like a secret" in proc.stderr

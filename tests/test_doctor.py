@@ -1,4 +1,5 @@
-"""`python -m bootstrap doctor` and `bootstrap-doctor`, run for real in subprocesses."""
+"""`python -m bootstrap doctor` and `bootstrap-doctor`: in this process (``doctor_here``), and for
+real in subprocesses where the process itself matters (exit status, entry point, a closed pipe)."""
 
 import json
 import os
@@ -31,8 +32,8 @@ def _runs(numbers):
     return runs
 
 
-def test_passing_preset_prints_machine_checks_and_variables_and_exits_0(tmp_path):
-    proc = doctor(cwd=tmp_path)
+def test_passing_preset_prints_machine_checks_and_variables_and_exits_0(doctor_here, tmp_path):
+    proc = doctor_here(cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for section in ("Machine", "Checks", "Variables", "Torch", "Result: every check passes"):
@@ -46,26 +47,30 @@ def test_passing_preset_prints_machine_checks_and_variables_and_exits_0(tmp_path
     assert list(tmp_path.iterdir()) == []  # no output directory, nothing written
 
 
-def test_failing_preset_exits_1_and_says_which_checks(tmp_path):
-    proc = doctor("env=h100", cwd=tmp_path)
+def test_failing_preset_exits_1_and_says_which_checks(doctor_here, tmp_path):
+    proc = doctor_here("env=h100", cwd=tmp_path)
     assert proc.returncode == 1
     assert "Result: FAILED checks: device, cuda, compute_capability, gpus" in proc.stdout
     assert "  cuda                >=11.8    -           NO" in proc.stdout
 
 
-def test_nothing_is_applied(tmp_path):
-    # The doctor runs in its own process; what it prints must be the plan, not the result of applying it.
-    proc = doctor("--json", "env.threads.intra_op=1", env=clean_env(OMP_NUM_THREADS="2"), cwd=tmp_path)
+def test_nothing_is_applied(doctor_here, tmp_path):
+    # What it prints is the plan, not the result of applying it: this process stays as it was.
+    import torch
+
+    threads_before = torch.get_num_threads()
+    proc = doctor_here("--json", "env.threads.intra_op=1", env=clean_env(OMP_NUM_THREADS="2"), cwd=tmp_path)
     report = json.loads(proc.stdout)
     assert report["threads"]["intra_op"] == 1
     assert report["vars"]["OMP_NUM_THREADS"] | {"note": ""} == {
         "value": "2", "source": "shell", "effective": False, "note": ""}
     assert report["job"]["status"] == "preview"
+    assert torch.get_num_threads() == threads_before and "PYTHONHASHSEED" not in os.environ
 
 
-def test_json_uses_the_bootstrap_json_schema(run_stub, tmp_path):
+def test_json_uses_the_bootstrap_json_schema(doctor_here, run_stub, tmp_path):
     run = run_stub("train.steps=0")
-    proc = doctor("--json", cwd=tmp_path)
+    proc = doctor_here("--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     preview = json.loads(proc.stdout)
     assert set(preview) == set(run.report)
@@ -74,29 +79,29 @@ def test_json_uses_the_bootstrap_json_schema(run_stub, tmp_path):
     assert preview["vars"] == run.report["vars"] and preview["checks"] == run.report["checks"]
 
 
-def test_secret_values_are_masked(tmp_path):
+def test_secret_values_are_masked(doctor_here, tmp_path):
     env = clean_env(HF_TOKEN="hf_shell_secret", WANDB_API_KEY="wandb_shell_secret")
     for args in (["+env.vars.HF_TOKEN=x", "+env.vars.WANDB_API_KEY=y", "+env.vars.DB_PASSWORD=cli_secret"], ):
         for fmt in ([], ["--json"]):
-            proc = doctor(*args, *fmt, env=env, cwd=tmp_path)
+            proc = doctor_here(*args, *fmt, env=env, cwd=tmp_path)
             assert proc.returncode == 0, proc.stderr
             for secret in ("hf_shell_secret", "wandb_shell_secret", "cli_secret"):
                 assert secret not in proc.stdout + proc.stderr
             assert "***" in proc.stdout
 
 
-def test_secrets_are_masked_in_usage_errors_too(tmp_path):
-    proc = doctor("+env.vars.HF_TOKEN=hf_se'cret_value", cwd=tmp_path)
+def test_secrets_are_masked_in_usage_errors_too(doctor_here, tmp_path):
+    proc = doctor_here("+env.vars.HF_TOKEN=hf_se'cret_value", cwd=tmp_path)
     assert proc.returncode == 2 and "hf_se" not in proc.stderr and "***" in proc.stderr
 
 
-def test_another_apps_config(tmp_path):
+def test_another_apps_config(doctor_here, tmp_path):
     app = tmp_path / "app"
     shutil.copytree(APP, app)
-    proc = doctor("--config-path", str(app / "conf"), "--config-name", "own_env_group", "--json", cwd=tmp_path)
+    proc = doctor_here("--config-path", str(app / "conf"), "--config-name", "own_env_group", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["preset"] == "cpu_debug"
-    proc = doctor("--config-path", "app/conf", "env=probe", "--json", cwd=tmp_path)  # relative to the cwd
+    proc = doctor_here("--config-path", "app/conf", "env=probe", "--json", cwd=tmp_path)  # relative to the cwd
     assert json.loads(proc.stdout)["vars"]["PROBE_VAR"]["value"] == "from_probe"
 
 
@@ -107,8 +112,8 @@ def test_another_apps_config(tmp_path):
     (["--config-path", "/no/such/dir"], "no such directory"),
     (["--no-such-flag"], "unrecognized arguments"),
 ])
-def test_bad_usage_exits_2(tmp_path, args, fragment):
-    proc = doctor(*args, cwd=tmp_path)
+def test_bad_usage_exits_2(doctor_here, tmp_path, args, fragment):
+    proc = doctor_here(*args, cwd=tmp_path)
     assert proc.returncode == 2
     assert fragment in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -121,13 +126,13 @@ def test_console_script():
     assert json.loads(proc.stdout)["preset"] == "cpu_debug"
 
 
-def test_env_auto_is_resolved_from_the_apps_own_search_path(tmp_path):
+def test_env_auto_is_resolved_from_the_apps_own_search_path(doctor_here, tmp_path):
     app = tmp_path / "app"
     shutil.copytree(APP, app)
     # The app shadows cpu_debug with a preset of its own: auto must pick up the app's file.
     (app / "conf" / "env" / "cpu_debug.yaml").write_text(
         "defaults:\n  - /bootstrap/schema/env@_here_\n  - _self_\nvars:\n  APP_OWN_CPU_DEBUG: 1\n")
-    proc = doctor("--config-path", str(app / "conf"), "env=auto", "--json", cwd=tmp_path)
+    proc = doctor_here("--config-path", str(app / "conf"), "env=auto", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["resolved"] == {"from": "auto", "preset": "cpu_debug", "reason": "no CUDA device"}

@@ -117,13 +117,12 @@ def test_overrides_are_masked_by_key_path_by_content_and_inside_dicts():
     assert TOKEN not in masked_text(f"Could not override 'x'. value: {TOKEN}", [f"+x={TOKEN}"])
 
 
-def test_a_secret_from_an_interpolation_is_recorded_as_typed_never_resolved(tmp_path):
+def test_a_secret_from_an_interpolation_is_recorded_as_typed_never_resolved(doctor_here, tmp_path):
     proc = run([str(STUB), f"hydra.run.dir={tmp_path}", "train.steps=0", "+train.hub=${oc.env:HF_TOKEN}"],
                env=clean_env(HF_TOKEN=TOKEN))
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "bootstrap.json").read_text())["overrides"][-1] == "+train.hub=${oc.env:HF_TOKEN}"
-    doctor = run(["-m", "bootstrap", "doctor", "--json", "+train.hub=${oc.env:HF_TOKEN}"],
-                 env=clean_env(HF_TOKEN=TOKEN), cwd=tmp_path)
+    doctor = doctor_here("--json", "+train.hub=${oc.env:HF_TOKEN}", env=clean_env(HF_TOKEN=TOKEN), cwd=tmp_path)
     assert doctor.returncode == 0 and TOKEN not in doctor.stdout + doctor.stderr
 
 
@@ -253,8 +252,8 @@ def test_env_auto_names_the_form_that_works_when_a_variable_is_set_without_plus(
     ["env.threads.intra_op=99999"],
     ["+env.vars.HF_TOKEN=" + TOKEN, "env.seed=banana"],
 ])
-def test_the_doctor_answers_every_input_with_a_status_and_a_message(tmp_path, args):
-    proc = run(["-m", "bootstrap", "doctor", *args], cwd=tmp_path)
+def test_the_doctor_answers_every_input_with_a_status_and_a_message(doctor_here, tmp_path, args):
+    proc = doctor_here(*args, cwd=tmp_path)
     assert proc.returncode in (0, 1, 2), proc.stderr
     assert TRACEBACK not in proc.stderr and TOKEN not in proc.stdout + proc.stderr
     assert proc.returncode == 0 or proc.stderr.startswith("bootstrap doctor: ")

@@ -174,7 +174,7 @@ SECRETS = {"HF_TOKEN": "hf_PLANTED_hub", "WANDB_API_KEY": "wandb_PLANTED_key",
            "AWS_SECRET_ACCESS_KEY": "aws_PLANTED_secret", "DB_PASSWORD": "db_PLANTED_pw"}
 
 
-def test_planted_secrets_appear_in_no_file_and_no_output(tmp_path):
+def test_planted_secrets_appear_in_no_file_and_no_output(doctor_here, tmp_path):
     user_conf = tmp_path / "user_conf" / "env"
     user_conf.mkdir(parents=True)
     # A preset that names the secret variables: the shell's values win, and must be masked everywhere.
@@ -186,14 +186,16 @@ def test_planted_secrets_appear_in_no_file_and_no_output(tmp_path):
         [sys.executable, str(STUB), "env=with_secrets", "train.steps=2", searchpath, f"hydra.run.dir={tmp_path}/run"],
         [sys.executable, str(STUB), "-m", "env=with_secrets", "env.threads.intra_op=1,2", "train.steps=2", searchpath,
          f"hydra.sweep.dir={tmp_path}/sweep"],
-        [sys.executable, "-m", "bootstrap", "doctor", "env=with_secrets", searchpath],
-        [sys.executable, "-m", "bootstrap", "doctor", "--json", "env=with_secrets", searchpath],
     ]
     outputs = []
     for cmd in runs:
         proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         outputs.append(proc.stdout + proc.stderr)
+    for fmt in ([], ["--json"]):  # the doctor, in this process
+        answer = doctor_here("env=with_secrets", searchpath, *fmt, cwd=tmp_path, env=env)
+        assert answer.returncode == 0, answer.stderr
+        outputs.append(answer.stdout + answer.stderr)
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "sweep_summary.md" for p in written) and any(p.name == "bootstrap.json" for p in written)
     for secret in SECRETS.values():
