@@ -19,9 +19,9 @@ from typing import Any, Optional
 from hydra.core.utils import JobReturn
 from hydra.core.utils import JobStatus as HydraJobStatus
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, read_write
+from omegaconf import DictConfig, OmegaConf, read_write
 
-from bootstrap import launcher
+from bootstrap import launcher, rundir
 from bootstrap.environ import EnvironSnapshot
 from bootstrap.errors import BootstrapError
 from bootstrap.jobconfig import session_args, typed_overrides
@@ -120,15 +120,21 @@ class BootstrapCallback(Callback):
 
     @_guarded
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Under torchrun, before Hydra makes the output directory: all ranks share rank 0's."""
+        """Before Hydra makes the output directory: jobs never share one, and ranks of one job do
+        (see bootstrap.rundir)."""
         launch = launcher.peek(os.environ)
-        if launch.launcher is not launcher.Launcher.torchrun or launch.world_size <= 1:
-            return
-        from bootstrap.distributed import agree_on_run_dir
+        configured = OmegaConf.to_container(config.hydra.run, resolve=False).get("dir")
+        chosen = rundir.run_dir(str(configured), launch, os.environ)
+        if launch.launcher is launcher.Launcher.torchrun and launch.world_size > 1:
+            from bootstrap.distributed import agree_on_run_dir
 
-        run_dir = agree_on_run_dir(str(Path(config.hydra.run.dir).absolute()))
-        with read_write(config.hydra):
-            config.hydra.run.dir = run_dir
+            with read_write(config.hydra):  # rank 0's choice, resolved on rank 0's clock
+                if chosen is not None:
+                    config.hydra.run.dir = chosen
+                chosen = agree_on_run_dir(str(Path(config.hydra.run.dir).absolute()))
+        if chosen is not None:
+            with read_write(config.hydra):
+                config.hydra.run.dir = chosen
 
     @_guarded
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:

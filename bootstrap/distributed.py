@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 from bootstrap.errors import BootstrapError
-from bootstrap.launcher import Launch, SubmititJob
+from bootstrap.launcher import Launch, Launcher, SubmititJob
 from bootstrap.report import GroupState, Teardown
 
 T = TypeVar("T")
@@ -37,7 +38,19 @@ def submitit_job(environ: Mapping[str, str]) -> Optional[SubmititJob]:
     except RuntimeError:  # submitit finds no job environment
         return None
     return SubmititJob(job_id=str(job.job_id), global_rank=job.global_rank, local_rank=job.local_rank,
-                       num_tasks=job.num_tasks, num_nodes=job.num_nodes, hostnames=list(job.hostnames))
+                       num_tasks=job.num_tasks, num_nodes=job.num_nodes, hostnames=list(job.hostnames),
+                       node=job.node)
+
+
+def worker_cpus(launch: Launch) -> Optional[int]:
+    """The CPUs a framework gave this worker, where it says (Ray: the resources assigned to it)."""
+    if launch.launcher is not Launcher.ray or "ray" not in sys.modules:
+        return None
+    try:
+        cpus = sys.modules["ray"].get_runtime_context().get_assigned_resources().get("CPU")
+    except Exception:  # noqa: BLE001 - not inside a worker after all, or another Ray version's API
+        return None
+    return max(1, int(cpus)) if cpus else None
 
 
 def export_rendezvous(launch: Launch, environ: MutableMapping[str, str] = os.environ) -> None:
@@ -61,6 +74,7 @@ class ProcessGroup:
 
     state: GroupState
     mesh: object = None  # torch.distributed.device_mesh.DeviceMesh
+    backend: Optional[str] = None  # the group's own backend (an existing group's may not be ours)
 
     def teardown(self) -> Teardown:
         # Only a group this session created: the user's own is theirs to destroy.
@@ -184,7 +198,7 @@ def _make_group(state: GroupState, launch: Launch, backend: str, timeout_s: int,
     """The blocking part of :func:`start`; runs in the rendezvous thread."""
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))  # the current CUDA device is per thread
-    group = ProcessGroup(state)
+    group = ProcessGroup(state, backend=backend)
     if state is GroupState.CREATED:
         # A 1-rank group needs no rendezvous: an in-memory store, no port to pick.
         kwargs = {"store": dist.HashStore()} if launch.world_size == 1 else {"init_method": "env://"}
@@ -218,14 +232,14 @@ def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape:
         # Before init_process_group: NCCL binds each rank's communicator to the current device.
         torch.cuda.set_device(torch.device(device))
     if dist.is_available() and dist.is_initialized():
-        state = GroupState.EXISTING
+        state, backend = GroupState.EXISTING, str(dist.get_backend())
     elif create:
         state = GroupState.CREATED
         _check_no_abandoned_rendezvous()
     else:
         return ProcessGroup(GroupState.NONE)
     if state is GroupState.EXISTING and not mesh_shape:
-        return ProcessGroup(state)
+        return ProcessGroup(state, backend=backend)
     return run_interruptibly(lambda: _make_group(state, launch, backend, timeout_s, device, mesh_shape),
                              ProcessGroup.teardown, "bootstrap-rendezvous")
 

@@ -23,10 +23,14 @@ DERIVED_PORT_SPAN = 10000
 
 class Launcher(TextEnum):
     single = "single"  # one process, nothing started it as a rank
-    torchrun = "torchrun"  # torchrun / torch elastic (and what uses it: accelerate launch)
+    torchrun = "torchrun"  # torchrun / torch elastic (and what uses it: accelerate launch, torchrun in a pod)
+    ray = "ray"  # a Ray Train worker: Ray set the variables and made the process group
+    kubeflow = "kubeflow"  # python started directly in a Kubeflow PyTorchJob pod
     lightning = "lightning"  # a rank >= 1 that Lightning's `ddp` strategy re-launched
+    mpi = "mpi"  # mpirun / mpiexec: Open MPI, MPICH, Intel MPI, MVAPICH
     submitit = "submitit"  # submitit on SLURM or submitit_local
     slurm = "slurm"  # a task of a plain srun step
+    env = "env"  # torchrun-style variables set by hand or by another tool
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,10 @@ class Launch:
     local_rank: int = 0
     world_size: int = 1
     local_world_size: int = 1
+    node_rank: int = 0
     master_addr: Optional[str] = None
     master_port: Optional[int] = None
+    job_id: Optional[str] = None  # the scheduler's id for the job (all its ranks share it), if it has one
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "launcher", Launcher(self.launcher))
@@ -53,10 +59,14 @@ class Launch:
         if not 0 <= self.local_rank < self.local_world_size:
             raise ConfigError(f"{name}: local rank {self.local_rank} is outside local world size "
                               f"{self.local_world_size} (LOCAL_RANK must be in [0, LOCAL_WORLD_SIZE)).")
+        if self.node_rank < 0:
+            raise ConfigError(f"{name}: node rank {self.node_rank} is negative.")
         if self.world_size > 1 and self.multi_node and not self.master_addr:
+            hint = " MPI gives no master address; pass it with mpirun -x MASTER_ADDR." \
+                if self.launcher is Launcher.mpi else ""
             raise ConfigError(f"{name}: a multi-node world ({self.world_size} ranks, {self.local_world_size} per "
-                              "node) needs MASTER_ADDR. Export MASTER_ADDR=<first node's host> or set "
-                              "env.distributed.master_addr.")
+                              "node) needs MASTER_ADDR. Export MASTER_ADDR=<first node's host> on every node or "
+                              f"set env.distributed.master_addr.{hint}")
 
     @property
     def multi_node(self) -> bool:
@@ -65,18 +75,18 @@ class Launch:
     @property
     def framework_makes_group(self) -> bool:
         """The framework that started the ranks creates the process group itself."""
-        return self.launcher is Launcher.lightning
+        return self.launcher in (Launcher.lightning, Launcher.ray)
 
     @property
     def exports_rendezvous(self) -> bool:
-        """The launcher sets no torchrun-style variables, so the bootstrap exports them for the job."""
-        return self.launcher in (Launcher.submitit, Launcher.slurm)
+        """The launcher sets no (or not all) torchrun-style variables: the bootstrap exports them for the job."""
+        return self.launcher in (Launcher.mpi, Launcher.kubeflow, Launcher.submitit, Launcher.slurm)
 
     def as_dict(self) -> dict:
         return {
             "launcher": self.launcher.value, "rank": self.rank, "local_rank": self.local_rank,
-            "world_size": self.world_size, "local_world_size": self.local_world_size,
-            "master_addr": self.master_addr, "master_port": self.master_port,
+            "world_size": self.world_size, "local_world_size": self.local_world_size, "node_rank": self.node_rank,
+            "master_addr": self.master_addr, "master_port": self.master_port, "job_id": self.job_id,
         }
 
 
@@ -90,6 +100,7 @@ class SubmititJob:
     num_tasks: int
     num_nodes: int
     hostnames: Sequence[str]
+    node: int = 0
 
 
 @dataclass(frozen=True)
@@ -117,15 +128,57 @@ def _int(environ: Mapping[str, str], name: str, default: Optional[int] = None) -
         raise ConfigError(f"{name}={value!r} is not an integer; check how the job was launched.") from None
 
 
-def _torchrun(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
-    """torchrun / torch elastic: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT."""
-    if "RANK" not in environ or "WORLD_SIZE" not in environ:
-        return None
+def _torchrun_style(launcher: Launcher, environ: Mapping[str, str], hints: Hints, node_var: str = "GROUP_RANK",
+                    job_id: Optional[str] = None) -> Launch:
+    """RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and a node rank)."""
     world = _int(environ, "WORLD_SIZE")
+    local_world = _int(environ, "LOCAL_WORLD_SIZE", world)
+    rank = _int(environ, "RANK")
     addr, port = hints.address(environ)
-    return Launch(Launcher.torchrun, rank=_int(environ, "RANK"), local_rank=_int(environ, "LOCAL_RANK", 0),
-                  world_size=world, local_world_size=_int(environ, "LOCAL_WORLD_SIZE", world),
-                  master_addr=addr, master_port=port)
+    return Launch(launcher, rank=rank, local_rank=_int(environ, "LOCAL_RANK", 0), world_size=world,
+                  local_world_size=local_world, node_rank=_int(environ, node_var, rank // max(1, local_world)),
+                  master_addr=addr, master_port=port, job_id=job_id)
+
+
+def _has_rank(environ: Mapping[str, str]) -> bool:
+    return "RANK" in environ and "WORLD_SIZE" in environ
+
+
+def _torchrun(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
+    """torchrun / torch elastic: its variables, and TORCHELASTIC_RUN_ID, which only it sets."""
+    if not (_has_rank(environ) and "TORCHELASTIC_RUN_ID" in environ):
+        return None
+    return _torchrun_style(Launcher.torchrun, environ, hints, job_id=environ["TORCHELASTIC_RUN_ID"])
+
+
+def _ray(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
+    """A Ray Train worker: Ray's TorchTrainer sets the torchrun-style variables and NODE_RANK in a Ray
+    worker process (RAY_RAYLET_PID), and makes the process group before the training function runs."""
+    if not (_has_rank(environ) and "RAY_RAYLET_PID" in environ):
+        return None
+    return _torchrun_style(Launcher.ray, environ, hints, node_var="NODE_RANK", job_id=environ.get("RAY_JOB_ID"))
+
+
+def _kubeflow(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
+    """Python started directly in a Kubeflow PyTorchJob pod (training-operator's envvar.go).
+
+    The operator sets RANK (the pod's index), WORLD_SIZE (replicas x processes per pod),
+    MASTER_ADDR, MASTER_PORT and PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK for torchrun.
+    With one process per pod, RANK is the process rank; with more, it is a node index, and
+    only torchrun inside the pod can start and number the processes.
+    """
+    if not (_has_rank(environ) and ({"PET_NNODES", "PET_NPROC_PER_NODE"} & environ.keys())):
+        return None
+    per_pod = environ.get("PET_NPROC_PER_NODE", "1")
+    if per_pod.isdigit() and int(per_pod) > 1:
+        raise ConfigError(f"kubeflow: this PyTorchJob runs {per_pod} processes per pod (PET_NPROC_PER_NODE), but "
+                          f"python was started directly, so RANK={environ['RANK']} is the pod's index, not a process "
+                          "rank. Start the processes with torchrun inside the pod (command: torchrun "
+                          "train_stub.py ...): it reads the PET_* variables and numbers every process.")
+    addr, port = hints.address(environ)
+    rank = _int(environ, "RANK")
+    return Launch(Launcher.kubeflow, rank=rank, world_size=_int(environ, "WORLD_SIZE"),
+                  node_rank=_int(environ, "PET_NODE_RANK", rank), master_addr=addr, master_port=port)
 
 
 def _lightning(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
@@ -148,7 +201,34 @@ def _lightning(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     local = _int(environ, "LOCAL_RANK")
     addr, port = hints.address(environ)
     return Launch(Launcher.lightning, rank=node * per_node + local, local_rank=local, world_size=world,
-                  local_world_size=per_node, master_addr=addr, master_port=port)
+                  local_world_size=per_node, node_rank=node, master_addr=addr, master_port=port)
+
+
+# Each MPI's variables: (rank, size, local rank, local size), in the order they are tried.
+MPI_VARIABLES: Tuple[Tuple[str, str, str, str], ...] = (
+    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+    ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"),
+    ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),  # MPICH (Hydra), Intel MPI
+)
+# What names one mpirun (all its ranks share it): Open MPI's PMIx namespace and job id, MPICH's.
+MPI_JOB_VARIABLES = ("PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "PMI_JOBID", "MPIRUN_ID")
+
+
+def _mpi(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
+    """A rank that mpirun (or mpiexec) started. MPI gives no master address: on one node it is
+    127.0.0.1; on several, MASTER_ADDR (or env.distributed.master_addr) must say it."""
+    names = next((names for names in MPI_VARIABLES if all(n in environ for n in names)), None)
+    if names is None:
+        return None
+    rank, world, local, local_world = (_int(environ, n) for n in names)
+    job_id = next((environ[n] for n in MPI_JOB_VARIABLES if environ.get(n)), None)
+    addr, port = hints.address(environ)
+    if addr is None and world == local_world:
+        addr = "127.0.0.1"
+    # Open MPI maps ranks by slot (node by node) unless told otherwise; it gives no node index.
+    return Launch(Launcher.mpi, rank=rank, local_rank=local, world_size=world, local_world_size=local_world,
+                  node_rank=rank // max(1, local_world), master_addr=addr,
+                  master_port=port or derived_port(job_id or "0"), job_id=job_id)
 
 
 def _submitit(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
@@ -158,9 +238,16 @@ def _submitit(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
         return None
     addr, port = hints.address(environ)
     return Launch(Launcher.submitit, rank=job.global_rank, local_rank=job.local_rank, world_size=job.num_tasks,
-                  local_world_size=max(1, job.num_tasks // max(1, job.num_nodes)),
+                  local_world_size=max(1, job.num_tasks // max(1, job.num_nodes)), node_rank=job.node,
                   master_addr=addr or (job.hostnames[0] if job.hostnames else None),
-                  master_port=port or derived_port(job.job_id))
+                  master_port=port or derived_port(job.job_id), job_id=job.job_id)
+
+
+def slurm_job_id(environ: Mapping[str, str]) -> Optional[str]:
+    """``<array job>_<task>`` for a task of a job array (as submitit names it), else SLURM_JOB_ID."""
+    if environ.get("SLURM_ARRAY_JOB_ID") and environ.get("SLURM_ARRAY_TASK_ID"):
+        return f"{environ['SLURM_ARRAY_JOB_ID']}_{environ['SLURM_ARRAY_TASK_ID']}"
+    return environ.get("SLURM_JOB_ID") or None
 
 
 def _srun(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
@@ -175,23 +262,36 @@ def _srun(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     # SLURM_TASKS_PER_NODE is always set (SLURM_NTASKS_PER_NODE only with --ntasks-per-node).
     per_node_text = environ.get("SLURM_STEP_TASKS_PER_NODE") or environ.get("SLURM_TASKS_PER_NODE") \
         or environ.get("SLURM_NTASKS_PER_NODE") or str(world)
-    per_node = tasks_on_node(per_node_text, _int(environ, "SLURM_NODEID", 0))
+    node = _int(environ, "SLURM_NODEID", 0)
+    job_id = slurm_job_id(environ)
     addr, port = hints.address(environ)
     return Launch(Launcher.slurm, rank=_int(environ, "SLURM_PROCID"), local_rank=_int(environ, "SLURM_LOCALID", 0),
-                  world_size=world, local_world_size=per_node,
+                  world_size=world, local_world_size=tasks_on_node(per_node_text, node), node_rank=node,
                   master_addr=addr or first_host(environ.get("SLURM_NODELIST", "")),
-                  master_port=port or derived_port(environ.get("SLURM_JOB_ID", "0")))
+                  master_port=port or derived_port(environ.get("SLURM_JOB_ID", "0")),
+                  job_id=f"{job_id}.{environ['SLURM_STEP_ID']}" if job_id else None)
+
+
+def _env(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
+    """torchrun-style variables that no known launcher set: a script, a scheduler, a person."""
+    return _torchrun_style(Launcher.env, environ, hints, node_var="NODE_RANK") if _has_rank(environ) else None
 
 
 Detector = Callable[[Mapping[str, str], Hints], Optional[Launch]]
 
-# The precedence: torchrun's own variables describe its workers even inside a SLURM
-# allocation or a Lightning app; Lightning's re-launched ranks carry no RANK.
+# The precedence, first match wins. torchrun's own variables describe its workers even in a
+# SLURM allocation, a Kubeflow pod or a Lightning app; Ray and Kubeflow set torchrun-style
+# variables with a mark of their own; Lightning's re-launched ranks carry no RANK; mpirun
+# inside a SLURM allocation leaves the allocation's SLURM_* variables in its ranks.
 DETECTORS: Tuple[Tuple[Launcher, Detector], ...] = (
     (Launcher.torchrun, _torchrun),
+    (Launcher.ray, _ray),
+    (Launcher.kubeflow, _kubeflow),
     (Launcher.lightning, _lightning),
+    (Launcher.mpi, _mpi),
     (Launcher.submitit, _submitit),
     (Launcher.slurm, _srun),
+    (Launcher.env, _env),
 )
 
 
@@ -201,14 +301,15 @@ def detect(
     master_addr: Optional[str] = None,
     master_port: Optional[int] = None,
 ) -> Launch:
-    """The launch the first matching detector reports; a single process when none matches."""
+    """The launch the first matching detector reports; a single process when none matches
+    (inside a SLURM job, with the job's id: an array task's run directory is named after it)."""
     hints = Hints(submitit_job, master_addr, master_port)
     for _, detector in DETECTORS:
         launch = detector(environ, hints)
         if launch is not None:
             return launch
     addr, port = hints.address(environ)
-    return Launch(Launcher.single, master_addr=addr, master_port=port)
+    return Launch(Launcher.single, master_addr=addr, master_port=port, job_id=slurm_job_id(environ))
 
 
 def first_host(nodelist: str) -> Optional[str]:

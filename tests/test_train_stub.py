@@ -113,10 +113,15 @@ BAD_PRESET_FILES = {
 }
 
 
-TORCHRUN_RANK2_OF_2 = {"RANK": "2", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2",
-                      "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+TORCHRUN_RANK2_OF_2 = {"TORCHELASTIC_RUN_ID": "demo", "RANK": "2", "WORLD_SIZE": "2", "LOCAL_RANK": "0",
+                       "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
 MULTI_NODE_NO_MASTER = {"RANK": "0", "WORLD_SIZE": "4", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2",
                         "MASTER_PORT": "29500"}
+MPI_RANK2_OF_2 = {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+                  "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
+MPI_TWO_NODES_NO_MASTER = {"PMI_RANK": "0", "PMI_SIZE": "4", "MPI_LOCALRANKID": "0", "MPI_LOCALNRANKS": "2"}
+KUBEFLOW_POD_OF_TWO = {"RANK": "1", "WORLD_SIZE": "4", "MASTER_ADDR": "job-master-0", "MASTER_PORT": "23456",
+                       "PET_NNODES": "2", "PET_NPROC_PER_NODE": "2", "PET_NODE_RANK": "1"}
 
 
 NO_ENV = {}
@@ -137,6 +142,9 @@ BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
     (["env.distributed.timeout_s=0"], NO_ENV, "env.distributed.timeout_s"),
     ([], TORCHRUN_RANK2_OF_2, "env.distributed: torchrun: rank 2 is outside world size 2"),
     ([], MULTI_NODE_NO_MASTER, "needs MASTER_ADDR"),
+    ([], MPI_RANK2_OF_2, "env.distributed: mpi: rank 2 is outside world size 2"),
+    ([], MPI_TWO_NODES_NO_MASTER, "MPI gives no master address; pass it with mpirun -x MASTER_ADDR"),
+    ([], KUBEFLOW_POD_OF_TWO, "RANK=1 is the pod's index, not a process rank. Start the processes with torchrun"),
 ] + [([f"env={name}"], NO_ENV, fragment) for name, (_, fragment) in BAD_PRESET_FILES.items()]
 
 
