@@ -140,8 +140,8 @@ def test_two_array_tasks_started_at_once_get_two_directories(tmp_path):
     command = [sys.executable, str(STUB), "train.steps=0"]  # no hydra.run.dir: Hydra's default, by the second
     for code, out, err in run_all([command, command], tmp_path, tasks):
         assert code == 0, err[-3000:]
-    found = sorted(p.parent.name for p in (tmp_path / "outputs").glob("*/*/bootstrap.json"))
-    assert len(found) == 2 and found[0].endswith("_36_1") and found[1].endswith("_36_2"), found
+    found = [p.parent.name for p in (tmp_path / "outputs").glob("*/*/bootstrap.json")]
+    assert sorted(name.rsplit("_", 2)[1:] for name in found) == [["36", "1"], ["36", "2"]], found
 
 
 # -- several nodes: torchrun agents on localhost -------------------------------------------------
