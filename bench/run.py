@@ -12,6 +12,7 @@ check it still executes (CI does this), and writes nothing unless --out is given
   5 multirun   per-job cost of a 16-job one-process sweep: ours, without the bootstrap, plain Hydra
   6 gpu        bench/gpu_check.sh, only on a machine with a GPU
   7 lightning  Lightning DDP on 2 CPU ranks (tests/lightning_app), with vs without the bootstrap
+  8 lint       what the variable lint adds to a job's start: the table's import and the check, in a fresh process
 """
 
 from __future__ import annotations
@@ -237,6 +238,7 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("multirun", "per_job_ms", "≤ 50 ms", lambda v: v <= 50),
     ("multirun", "bootstrap_share_per_job_ms", "≤ 10 ms", lambda v: v <= 10),
     ("lightning", "ratio", "≤ 1.05×", lambda v: v <= 1.05),
+    ("lint", "lint_ms", "≤ 2 ms", lambda v: v <= 2),
 ]
 
 
@@ -262,6 +264,38 @@ def lightning_ddp(work: Path, repeats: int) -> dict:
     results = interleaved({"without": app(), "with": app("+env=cpu_debug", "hydra/callbacks=bootstrap")}, repeats)
     return {"without_s": median(results["without"]), "with_s": median(results["with"]),
             "ratio": median(results["with"]) / median(results["without"])}
+
+
+# 8 ---------------------------------------------------------------------------------------
+LINT_PROBE = """
+import sys, time
+import bootstrap, torch  # what a job has imported before its start-up
+from bootstrap.schema import load
+from bootstrap.versions import detect
+variables = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": 3, "TORCH_FR_BUFFER_SIZE": 2000, "TORCH_NCCL_DUMP_ON_TIMEOUT": 1,
+             "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}  # a100's
+if sys.argv[1] == "findings":
+    variables.update(NCCL_MAX_RW_PAIRS=4, TORCH_NCCL_ASYNC_ERROR_HANDLNG=1)  # read by nothing; a typo
+session = bootstrap.initialize(load({"vars": variables}))
+found = detect()  # a job reads the machine anyway
+started = time.perf_counter()
+findings = session._lint(found)
+print("LINT_MS", (time.perf_counter() - started) * 1000, len(findings))
+"""
+
+
+def lint_cost(work: Path, repeats: int) -> dict:
+    """The lint's share of a job's start-up, in a fresh process (the table's first import is part of
+    it): for a100's four variables, and for the same with two findings (a name nothing reads, a typo)."""
+    def once(case: str):
+        def run() -> float:
+            out = subprocess.run([PY, "-c", LINT_PROBE, case], cwd=work, env=clean_env(), check=True,
+                                 capture_output=True, text=True).stdout
+            (line,) = [line for line in out.splitlines() if line.startswith("LINT_MS ")]
+            return float(line.split()[1])
+        return run
+    results = interleaved({"clean": once("clean"), "findings": once("findings")}, max(3, repeats))
+    return {"lint_ms": median(results["clean"]), "lint_with_findings_ms": median(results["findings"])}
 
 
 def machine() -> dict:
@@ -332,7 +366,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="each benchmark once, small: does it still run?")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", nargs="*", help="run only these: startup threads oversubscription peers multirun gpu lightning")
+    parser.add_argument("--only", nargs="*", help="run only these: startup threads oversubscription peers multirun gpu lightning "
+                                                     "lint")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick)")
     args = parser.parse_args(argv)
@@ -350,6 +385,7 @@ def main(argv=None) -> int:
         "multirun": lambda: multirun_cost(work / "5", repeats, sweep_jobs),
         "gpu": lambda: gpu(work / "6"),
         "lightning": lambda: lightning_ddp(work / "7", repeats),
+        "lint": lambda: lint_cost(work / "8", repeats),
     }
     results = {}
     try:

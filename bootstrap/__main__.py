@@ -1,8 +1,8 @@
-"""``python -m bootstrap doctor ...`` and ``python -m bootstrap tune ...``"""
+"""``python -m bootstrap {doctor,tune,lint} ...``"""
 
 import sys
 
-COMMANDS = ("doctor", "tune")
+COMMANDS = ("doctor", "tune", "lint")
 
 
 def main(argv=None) -> int:
@@ -14,6 +14,10 @@ def main(argv=None) -> int:
         from bootstrap import doctor
 
         return doctor.main(argv[1:])
+    if argv[0] == "lint":
+        from bootstrap import lint_presets
+
+        return lint_presets.main(argv[1:])
     from bootstrap import tune
 
     return tune.main(argv[1:])

@@ -141,6 +141,8 @@ def format_text(report: dict) -> str:
         "", "Machine", _table(machine),
         "", "Checks", _table(checks) if report["checks"] else "  (the preset requires nothing)",
         "", "Variables", _table(variables),
+        "", "Lint", _table([("variable", "finding", "")] + [(f["name"], f["kind"], f["message"]) for f in report["lint"]])
+        if report["lint"] else "  (nothing to report)",
         "", "Torch",
         _table([("threads", f"intra_op {threads['intra_op']}, inter_op {threads['inter_op']}"),
                 ("matmul precision", torch_cfg["matmul_precision"]),

@@ -15,3 +15,7 @@ class ConfigError(BootstrapError):
 
 class MismatchError(BootstrapError):
     """The machine does not meet the preset's ``requires`` and ``on_mismatch`` is ``error``."""
+
+
+class LintError(BootstrapError):
+    """With ``lint: error``, the preset sets a variable that is read by nothing, or renamed."""

@@ -88,8 +88,9 @@ def report_name(rank: int, world_size: int) -> str:
 
 def build(job: JobInfo, plan: Plan, device: str, found: Found,
           checks: Sequence[Check], applied: Optional[Applied], warnings: Sequence[str], bootstrap_s: float,
-          status: JobStatus = JobStatus.RUNNING) -> Dict[str, Any]:
-    """The report at job start. ``applied`` is None when nothing was applied (a preview, a failed check)."""
+          status: JobStatus = JobStatus.RUNNING, lint: Sequence[Any] = ()) -> Dict[str, Any]:
+    """The report at job start. ``applied`` is None when nothing was applied (a preview, a failed check);
+    ``lint`` holds the variable lint's findings (``bootstrap.lint.Finding``)."""
     launch = plan.launch
     return {
         "schema_version": SCHEMA_VERSION,
@@ -105,6 +106,7 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
             "cpu_affinity": found.cpu_affinity,
         },
         "checks": [{"name": c.name, "required": c.required, "found": c.found, "ok": c.ok} for c in checks],
+        "lint": [finding.as_dict() for finding in lint],
         "vars": {
             d.name: {"value": masked(d.name, d.value), "source": d.source, "effective": d.effective, "note": d.note,
                      **({"withheld": True} if d.withheld else {})}

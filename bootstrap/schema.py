@@ -28,6 +28,12 @@ class OnMismatch(str, enum.Enum):
     warn = "warn"  # log the failed checks and run the task anyway
 
 
+class LintPolicy(str, enum.Enum):
+    warn = "warn"  # report and log each finding of the variable lint; the job runs
+    error = "error"  # a variable read by nothing, or renamed, stops the job before anything is applied
+    off = "off"  # no lint
+
+
 class Device(str, enum.Enum):
     cpu = "cpu"
     cuda = "cuda"
@@ -100,6 +106,7 @@ class EnvConfig:
     on_mismatch: OnMismatch = OnMismatch.error  # what a failed requirement does
     threads: Threads = field(default_factory=Threads)  # CPU thread pools
     vars: Dict[str, Any] = field(default_factory=dict)  # environment variables; null drops a preset's entry
+    lint: LintPolicy = LintPolicy.warn  # is each variable read by anything here? (bootstrap.lint)
     torch: TorchSettings = field(default_factory=TorchSettings)  # numerics knobs applied through torch's API
     device: Device = Device.cpu  # where the task should put its model
     distributed: Distributed = field(default_factory=Distributed)

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import logging
 import os
+import platform
 import time
 from pathlib import Path
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
 from bootstrap import active, environ, launcher, overrides, readers, report, runtime, schema, seeding, versions
-from bootstrap.errors import ConfigError, MismatchError
+from bootstrap.errors import ConfigError, LintError, MismatchError
 from bootstrap.changes import ProcessChanges
 from bootstrap.plan import Plan, make_plan
 from bootstrap.report import Applied, GroupState, JobInfo, JobStatus
-from bootstrap.schema import OnMismatch
+from bootstrap.schema import LintPolicy, OnMismatch
 
 log = logging.getLogger(__name__)
 
@@ -111,14 +112,28 @@ class Session:
         self.data_seed = self.plan.data_seed
         return self.plan
 
-    def _device(self, plan: Plan, found: versions.Found, warnings: List[str]) -> str:
+    def _device(self, plan: Plan, found: versions.Found, warnings: List[str], applying: bool = True) -> str:
         self.device = plan.device(cuda_visible=found.gpus > 0)
         if plan.device_type == "cuda" and self.device == "cpu":  # only with on_mismatch=warn
-            _warn(warnings, f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu")
+            message = f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu"
+            if applying:
+                _warn(warnings, message)
+            else:
+                warnings.append(message)
         return self.device
 
     def _job(self) -> JobInfo:
         return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved)
+
+    def _lint(self, found: Optional[versions.Found] = None) -> list:
+        """The variable lint's findings for the preset's own variables; with ``found``, the hardware's too."""
+        if self.preset.lint is LintPolicy.off or not self.preset.vars:
+            return []
+        from bootstrap import lint
+
+        values = {n: environ.normalize(n, v, self.key) for n, v in self.preset.vars.items() if v is not None}
+        machine = lint.machine_from(found, platform.machine(), versions.openmp_runtimes) if found else None
+        return lint.check(values, machine)
 
     def preview(self) -> Dict[str, Any]:
         """The report ``apply()`` would write, worked out without changing the process (``bootstrap doctor``).
@@ -128,9 +143,9 @@ class Session:
         plan = self._make_plan({**os.environ, **{k: str(v) for k, v in self.env_set.items()}}, warnings)
         found = versions.detect()
         checks = versions.check(self.preset.requires, found, plan.device_type)
-        device = self._device(plan, found, warnings)
+        device = self._device(plan, found, warnings, applying=False)
         return report.build(self._job(), plan, device, found, checks, None, warnings,
-                            time.perf_counter() - started, JobStatus.PREVIEW)
+                            time.perf_counter() - started, JobStatus.PREVIEW, self._lint(found))
 
     # -- applying ----------------------------------------------------------------------------
     def apply(self) -> "Session":
@@ -141,6 +156,17 @@ class Session:
     def _apply(self) -> None:
         started, warnings = time.perf_counter(), []
         plan = self._make_plan(os.environ, warnings)
+        if self.preset.lint is LintPolicy.error:  # names are checked before anything is applied
+            from bootstrap.lint import stopping
+
+            stop = stopping(self._lint())
+            if stop:
+                message = (f"{self.key}.lint=error: the preset sets variables that are read by nothing, or renamed:\n"
+                           + "\n".join(f"  - {finding}" for finding in stop)
+                           + f"\nFix them, or run with {self.key}.lint=warn to continue anyway.")
+                self._record(plan, versions.detect(), [], None, warnings, started, JobStatus.CHECK_FAILED, message,
+                             lint=stop)
+                raise LintError(message)
         self._changes = ProcessChanges(self.env_set, self._close_interrupted)
         found, checks = None, []
         try:
@@ -175,8 +201,11 @@ class Session:
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
             for line in environ.late_warnings(plan.vars):
                 _warn(warnings, line)
+            findings = self._lint(found)
+            for finding in findings:
+                log.warning("lint: %s", finding)
             applied = Applied(intra, inter, tuple(seeded), group_state, backend, self.mesh is not None)
-            self._record(plan, found, checks, applied, warnings, started)  # unwritable: the job fails, not half of it
+            self._record(plan, found, checks, applied, warnings, started, lint=findings)  # unwritable: fails the job
             log.info("bootstrap\n%s", report.format_table(self.report))
         except BaseException as error:
             self._undo()
@@ -189,9 +218,10 @@ class Session:
             raise
 
     def _record(self, plan: Plan, found: versions.Found, checks, applied: Optional[Applied], warnings: List[str],
-                started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None) -> None:
+                started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None,
+                lint: Sequence[Any] = ()) -> None:
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
-                                   time.perf_counter() - started, status)
+                                   time.perf_counter() - started, status, lint)
         self._write(self.report, error=error)
 
     # -- closing -----------------------------------------------------------------------------

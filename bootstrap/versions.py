@@ -32,6 +32,7 @@ class Found:
     cpus: int = 1  # os.cpu_count()
     cpus_usable: int = 1  # the CPUs this process may run on (affinity, cgroup cpuset)
     cpu_affinity: str = "unknown"  # those CPUs as ranges: 0-3,8
+    hip: Optional[str] = None  # torch.version.hip: a ROCm build
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ def detect() -> Found:
         cpus=os.cpu_count() or 1,
         cpus_usable=usable_cpus(),
         cpu_affinity=cpu_affinity(),
+        hip=getattr(torch.version, "hip", None),
     )
 
 
@@ -159,3 +161,17 @@ def mismatch_message(preset_name: str, checks: List[Check], key: str = "env", *,
         alternative = f"run with {chosen_as}{key}=cpu_debug, or " if preset_name != "cpu_debug" else ""
         lines.append(f"Fix: {alternative}with {key}.on_mismatch=warn to continue anyway.")
     return "\n".join(lines)
+
+
+OPENMP_RUNTIMES = ("libgomp", "libiomp5", "libomp")
+
+
+def openmp_runtimes() -> tuple:
+    """The OpenMP runtimes loaded in this process (from /proc/self/maps); empty where it cannot tell."""
+    try:
+        with open("/proc/self/maps") as maps:
+            loaded = maps.read()
+    except OSError:
+        return ()
+    return tuple(name for name in OPENMP_RUNTIMES if f"/{name}" in loaded or f"{name}-" in loaded or
+                 f"{name}." in loaded)
