@@ -2,7 +2,8 @@
 # GPU check, for a machine with one NVIDIA GPU (H100/H200): about a minute.
 #   1. env=h100's checks pass;
 #   2. a 1-rank NCCL process group initialises eagerly (device_id);
-#   3. train_stub trains on cuda with TF32 matmuls.
+#   3. train_stub trains on cuda with TF32 matmuls;
+#   4. the flight recorder on NCCL: a failing job's dump in its own directory, read by `bootstrap hang`.
 # Run from the repository root, after the README's install command.
 set -euo pipefail
 out=$(mktemp -d)
@@ -15,4 +16,7 @@ python bench/check_report.py "$out/h100/bootstrap.json" --device cuda --tf32 --t
 echo "== 2. a 1-rank NCCL process group, started eagerly, destroyed at job end"
 python train_stub.py env=h100 env.distributed.init=always train.steps=20 hydra.run.dir="$out/nccl"
 python bench/check_report.py "$out/nccl/bootstrap.json" --device cuda --backend nccl --group --trained
+echo "== 3. the flight recorder on NCCL"
+python bench/gpu_flight_recorder.py "$out/fr"
+python -m bootstrap hang "$out/fr"
 echo "GPU check passed"

@@ -13,6 +13,7 @@ check it still executes (CI does this), and writes nothing unless --out is given
   6 gpu        bench/gpu_check.sh, only on a machine with a GPU
   7 lightning  Lightning DDP on 2 CPU ranks (tests/lightning_app), with vs without the bootstrap
   8 lint       what the variable lint adds to a job's start: the table's import and the check, in a fresh process
+  9 flight_recorder  time per training step with torch's flight recorder on vs off: torchrun, 2 ranks
 """
 
 from __future__ import annotations
@@ -146,6 +147,28 @@ def oversubscription(work: Path, repeats: int, steps: int) -> dict:
             "ratio": median(results["auto"]) / median(results["all_cpus"])}
 
 
+# 9 ---------------------------------------------------------------------------------------
+def flight_recorder(work: Path, repeats: int, steps: int) -> dict:
+    """The flight recorder's cost per training step: train_stub under torchrun (2 ranks, gloo), with the
+    recorder on (the preset's default) and off, interleaved. ``ratio``: time per step on / off."""
+    runs = {"n": 0}
+
+    def torchrun(*overrides):
+        def run():
+            runs["n"] += 1
+            run_dir = work / f"fr{runs['n']}"
+            subprocess.run([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(STUB),
+                            f"train.steps={steps}", f"hydra.run.dir={run_dir}", *overrides],
+                           cwd=work, env=clean_env(), check=True, capture_output=True)
+            return json.loads((run_dir / "bootstrap.rank0.json").read_text())["job"]["metrics"]["samples_per_s"]
+        return run
+
+    results = interleaved({"on": torchrun(), "off": torchrun("env.distributed.flight_recorder.enabled=false")},
+                          repeats)
+    return {"on_samples_per_s": median(results["on"]), "off_samples_per_s": median(results["off"]),
+            "ratio": median(results["off"]) / median(results["on"])}
+
+
 # 4 ---------------------------------------------------------------------------------------
 def first_step_s(script: Path, work: Path, *args: str) -> float:
     started = time.time()
@@ -239,6 +262,7 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("multirun", "bootstrap_share_per_job_ms", "≤ 10 ms", lambda v: v <= 10),
     ("lightning", "ratio", "≤ 1.05×", lambda v: v <= 1.05),
     ("lint", "lint_ms", "≤ 2 ms", lambda v: v <= 2),
+    ("flight_recorder", "ratio", "≤ 1.02×", lambda v: v <= 1.02),
 ]
 
 
@@ -367,7 +391,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="each benchmark once, small: does it still run?")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", nargs="*", help="run only these: startup threads oversubscription peers multirun gpu lightning "
-                                                     "lint")
+                                                     "lint flight_recorder")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick)")
     args = parser.parse_args(argv)
@@ -386,6 +410,7 @@ def main(argv=None) -> int:
         "gpu": lambda: gpu(work / "6"),
         "lightning": lambda: lightning_ddp(work / "7", repeats),
         "lint": lambda: lint_cost(work / "8", repeats),
+        "flight_recorder": lambda: flight_recorder(work / "9", repeats, steps),
     }
     results = {}
     try:

@@ -1,8 +1,8 @@
-"""``python -m bootstrap {doctor,tune,lint} ...``"""
+"""``python -m bootstrap {doctor,tune,lint,hang} ...``"""
 
 import sys
 
-COMMANDS = ("doctor", "tune", "lint")
+COMMANDS = ("doctor", "tune", "lint", "hang")
 
 
 def main(argv=None) -> int:
@@ -18,6 +18,10 @@ def main(argv=None) -> int:
         from bootstrap import lint_presets
 
         return lint_presets.main(argv[1:])
+    if argv[0] == "hang":
+        from bootstrap import hang
+
+        return hang.main(argv[1:])
     from bootstrap import tune
 
     return tune.main(argv[1:])

@@ -58,10 +58,14 @@ class ProcessChanges:
         self.environ = EnvironSnapshot(os.environ, foreign=env_set)
         self.torch = TorchState.capture()
         self.group = None  # distributed.ProcessGroup, once start() made or adopted one
+        self.watcher = None  # flightrec.Watcher, while a process group may hang
         self.guard = InterruptGuard(close_at_exit)
 
     def undo(self) -> Optional[Teardown]:
         """Put the process back. Returns what became of the group (None: there was none)."""
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:  # first: it wrapped the guard's SIGTERM handler
+            watcher.stop()
         self.guard.remove()
         group, self.group = self.group, None
         try:

@@ -289,8 +289,9 @@ def claim_first_failure(rank: int, error: str) -> Tuple[int, int, str]:
     return int(first_rank), int(first_time), message
 
 
-def attribute_failure(rank: int, error: Any) -> str:
-    """Name the rank whose failure came first, in the message returned (and logged) and in torchrun's summary."""
+def attribute_failure(rank: int, error: Any, hang: Optional[str] = None) -> str:
+    """Name the rank whose failure came first, in the message returned (and logged) and in torchrun's
+    summary; with ``hang``, what the flight recorder's dumps show."""
     error = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
     first_rank, first_time, first_message = claim_first_failure(rank, error)
     if first_rank == rank:
@@ -298,6 +299,8 @@ def attribute_failure(rank: int, error: Any) -> str:
     else:
         message = f"rank {rank} stopped because rank {first_rank} failed first ({first_message}); here: {error}"
         timestamp = max(int(time.time()), first_time + 1)
+    if hang:
+        message += f" | flight recorder: {hang}"
     log.error("%s", message)
     write_elastic_error_file(message, timestamp)
     return message

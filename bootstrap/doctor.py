@@ -39,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config-path", help="the app's config directory (default: this package's conf/)")
     parser.add_argument("--config-name", default=None, help="the app's primary config (default: config)")
     parser.add_argument("--json", action="store_true", help="print JSON in the bootstrap.json schema")
+    parser.add_argument("--run-dir", type=Path, help="a job's output directory: also say what its flight-recorder "
+                                                      "dumps show (distributed.hang)")
     return parser
 
 
@@ -113,6 +115,15 @@ def _takes_effect(name: str, effective: bool, withheld: bool = False) -> str:
     return "child processes only"
 
 
+def _flight_recorder(hang: dict) -> List[str]:
+    if not hang["dumps"]:
+        return ["", "Flight recorder", f"  no dumps in {hang['dump_dir']} (a healthy run writes none)"]
+    lines = ["", "Flight recorder", f"  dumps in {hang['dump_dir']}: {', '.join(hang['dumps'])}"]
+    lines += [f"  {line}" for line in hang["groups"]]
+    lines += [f"  {line}" for line in hang["findings"]] or ["  no divergence between the ranks"]
+    return lines + [f"  (python -m bootstrap hang {hang['dump_dir']})"]
+
+
 def format_text(report: dict) -> str:
     found, dist = report["found"], report["distributed"]
     gpus = ", ".join(f"{name}" for name in found["gpu_names"]) or "none"
@@ -143,6 +154,7 @@ def format_text(report: dict) -> str:
         "", "Variables", _table(variables),
         "", "Lint", _table([("variable", "finding", "")] + [(f["name"], f["kind"], f["message"]) for f in report["lint"]])
         if report["lint"] else "  (nothing to report)",
+        *(_flight_recorder(report["distributed"]["hang"]) if report["distributed"].get("hang") else []),
         "", "Torch",
         _table([("threads", f"intra_op {threads['intra_op']}, inter_op {threads['inter_op']}"),
                 ("matmul precision", torch_cfg["matmul_precision"]),
@@ -156,6 +168,14 @@ def format_text(report: dict) -> str:
     return "\n".join(lines)
 
 
+def run_dir_findings(run_dir: Path) -> dict:
+    """What the flight-recorder dumps in ``run_dir`` show, in the report's ``distributed.hang`` shape."""
+    from bootstrap import hang
+
+    diagnosis, paths = hang.diagnose_dir(run_dir)
+    return {"dump_dir": str(run_dir), "dumps": [p.name for p in paths.values()], **diagnosis.as_dict()}
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -167,6 +187,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         first = str(error).splitlines()[0] if str(error) else ""
         print(f"bootstrap doctor: {type(error).__name__}: {masked_text(first, args.overrides)}", file=sys.stderr)
         return 2
+    if args.run_dir is not None:
+        report["distributed"]["hang"] = run_dir_findings(args.run_dir)
     try:
         print(json.dumps(report, indent=2) if args.json else format_text(report), flush=True)
     except BrokenPipeError:  # `bootstrap doctor | head`: the reader has gone, which is not an error here

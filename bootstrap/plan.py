@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Collection, Dict, Mapping, Optional, Tuple
 
 from bootstrap import environ, mesh, seeding
 from bootstrap.errors import ConfigError
+from bootstrap.hang import DUMP_PREFIX
 from bootstrap.launcher import Launch, Launcher
 from bootstrap.readers import ProcessState
 from bootstrap.schema import AUTO, DistributedInit, EnvConfig, SeedOffset, TorchSettings
@@ -41,6 +43,8 @@ class Plan:
     torch: TorchSettings  # numerics, applied through torch's API
     device_type: str  # the preset's device: cpu | cuda
     backend: str  # the preset's backend, used when the device is a GPU
+    flight_recorder: bool  # record collectives, and dump them on a failure or SIGTERM (bootstrap.flightrec)
+    dump_dir: Optional[str]  # where this rank's flight-recorder dump goes; None: nowhere
     seed: Optional[int]  # env.seed; None: the app seeds itself
     global_seed: Optional[int]  # what random, numpy and torch get on this rank: seed + 100 * pp_rank
     data_seed: Optional[int]  # bootstrap.current().data_seed
@@ -79,6 +83,7 @@ def make_plan(
     cpus: int,
     machine_cpus: int,
     launch: Launch,
+    output_dir: Optional[str] = None,
 ) -> Plan:
     """The plan for ``preset`` in this process. Raises ConfigError naming ``key.<field>`` on bad input.
 
@@ -95,15 +100,21 @@ def make_plan(
     requested_vars = {n: environ.normalize(n, v, key) for n, v in preset.vars.items()}
     threads = _threads(preset, key, environ_now, requested_vars.get("OMP_NUM_THREADS")
                        if "OMP_NUM_THREADS" in explicit_vars else None, cpus, machine_cpus, launch)
-    derived = {n: environ.normalize(n, v, key) for n, v in _derived_vars(preset, threads).items()}
+    recorder = dist.flight_recorder
+    distributed = create_group or launch.world_size > 1
+    dump_dir = (recorder.dump_dir or output_dir) if recorder.enabled and distributed else None
+    derived = {n: environ.normalize(n, v, key)
+               for n, v in _derived_vars(preset, threads, distributed, dump_dir).items()}
     decisions = environ.plan_vars({**derived, **requested_vars},  # the preset's own entries win over derived ones
                                   environ_now, env_set, explicit_vars, state)
+    _check_buffer_sizes(decisions, key)
     global_seed = None
     if preset.seed is not None:
         global_seed = seeding.global_seed(preset.seed, mesh.coordinate(launch.rank, shape, "pp"))
     return Plan(
         launch=launch, create_group=create_group, mesh=shape, threads=threads, vars=tuple(decisions),
-        torch=preset.torch, device_type=preset.device.value, backend=dist.backend.value, seed=preset.seed, global_seed=global_seed,
+        torch=preset.torch, device_type=preset.device.value, backend=dist.backend.value,
+        flight_recorder=recorder.enabled and distributed, dump_dir=dump_dir, seed=preset.seed, global_seed=global_seed,
         data_seed=seeding.data_seed(preset.seed, launch.rank, preset.seed_offset is SeedOffset.rank),
     )
 
@@ -158,11 +169,32 @@ def _threads(preset: EnvConfig, key: str, environ_now: Mapping[str, str], comman
     return ThreadPlan(intra, inter, exported)
 
 
-def _derived_vars(preset: EnvConfig, threads: ThreadPlan) -> Dict[str, Any]:
+FR_SIZE_VARS = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")  # the second: the old name, still read
+
+
+def _check_buffer_sizes(decisions, key: str) -> None:
+    """torch parses the flight recorder's size with std::stoi: 'abc' aborts or hangs the first process
+    group, '-5' keeps every collective forever. Refuse such a value, wherever it came from."""
+    for d in decisions:
+        if d.name in FR_SIZE_VARS and not d.value.strip().isdigit():
+            where = f"the {d.source}" if d.source in ("shell", "env_set") else f"{key}.vars.{d.name}"
+            raise ConfigError(f"{d.name}={d.value!r} (from {where}) is not a count of collectives: torch would abort "
+                              f"or hang at the first process group. Use a count such as 2000, or set "
+                              f"{key}.distributed.flight_recorder.buffer_size.")
+
+
+def _derived_vars(preset: EnvConfig, threads: ThreadPlan, distributed: bool, dump_dir: Optional[str]) -> Dict[str, Any]:
     """Variables implied by other preset fields, for child processes and late readers."""
     derived: Dict[str, Any] = {}
     if threads.exported:
         derived.update(OMP_NUM_THREADS=threads.intra_op, MKL_NUM_THREADS=threads.intra_op)
+    recorder = preset.distributed.flight_recorder
+    if not recorder.enabled:
+        derived["TORCH_FR_BUFFER_SIZE"] = 0  # torch records 2000 collectives by default: off must be said
+    elif distributed:
+        derived["TORCH_FR_BUFFER_SIZE"] = recorder.buffer_size
+        if dump_dir:  # where NCCL's own dump on a watchdog timeout goes: beside the bootstrap's, same names
+            derived["TORCH_FR_DUMP_TEMP_FILE"] = str(Path(dump_dir) / DUMP_PREFIX)
     if preset.seed is not None:
         derived["PYTHONHASHSEED"] = preset.seed
     if preset.torch.deterministic:

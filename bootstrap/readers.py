@@ -95,6 +95,9 @@ READERS: Tuple[Reader, ...] = (
     Reader(("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"),
            "once per process, when the first process group is created",
            "the variable, if no process group was made in this process yet", _before_first_process_group),
+    # Read by NCCL's watchdog when it writes its first dump (gloo writes none): once per process.
+    Reader(("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"),
+           "when NCCL's watchdog writes its first flight-recorder dump", "the variable", _always),
     Reader(("TORCH_NCCL_*",), "when a process group is created",
            "the variable, if no process group exists yet", _before_process_group, must_agree=True),
     Reader(("NCCL_*",), "when an NCCL communicator is created",

@@ -132,6 +132,7 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
             "teardown": None,  # set at job end
             "mesh": dict(plan.mesh) if applied and applied.mesh else None,
             "group_at_end": None,  # set at job end: the group in use then, whoever made it
+            "hang": None,  # set when the job failed or was stopped under a group: the dumps, what they show
         },
         "seed": {"value": plan.seed, "global_seed": plan.global_seed,
                  "generators": list(applied.seeded) if applied else [], "data_seed": plan.data_seed,

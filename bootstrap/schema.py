@@ -17,6 +17,7 @@ from bootstrap import presets
 from bootstrap.errors import ConfigError
 
 AUTO = "auto"
+MAX_FR_BUFFER = 10**6  # entries of some KiB each (sizes, a stack): beyond this the recorder costs real memory
 MAX_TIMEOUT_S = 365 * 24 * 3600  # a year: more is no timeout at all, and overflows timedelta at ~10**14 s
 
 # The enums mix in str so that a task can pass them straight to torch:
@@ -89,6 +90,13 @@ class SeedOffset(str, enum.Enum):
 
 
 @dataclass
+class FlightRecorder:
+    enabled: bool = True  # keep each rank's recent collectives (torch's flight recorder), to diagnose a hang
+    buffer_size: int = 2000  # collectives kept per rank (TORCH_FR_BUFFER_SIZE)
+    dump_dir: Optional[str] = None  # where each rank's dump goes on a failure or SIGTERM; null: the job's output dir
+
+
+@dataclass
 class Distributed:
     backend: Backend = Backend.gloo  # torch.distributed backend
     init: DistributedInit = DistributedInit.auto  # when to create the process group
@@ -97,6 +105,7 @@ class Distributed:
     mesh: Dict[str, int] = field(default_factory=lambda: {"dp": -1})
     master_addr: Optional[str] = None  # rendezvous host for SLURM/submitit; null: the job's first node
     master_port: Optional[int] = None  # rendezvous port for SLURM/submitit; null: derived from the job id
+    flight_recorder: FlightRecorder = field(default_factory=FlightRecorder)  # see bootstrap.flightrec
 
 
 @dataclass
@@ -141,6 +150,11 @@ def validate(preset: EnvConfig, key: str = "env") -> EnvConfig:
     if bad_dims:
         raise ConfigError(f"{key}.distributed.mesh: sizes must be positive or -1 (inferred), got {bad_dims}. "
                           f"E.g. {key}.distributed.mesh={{dp: -1}}.")
+    recorder = dist.flight_recorder
+    if recorder.enabled and not 0 < recorder.buffer_size <= MAX_FR_BUFFER:
+        raise ConfigError(f"{key}.distributed.flight_recorder.buffer_size={recorder.buffer_size} must be a count of "
+                          f"collectives in [1, {MAX_FR_BUFFER}], e.g. 2000; or set "
+                          f"{key}.distributed.flight_recorder.enabled=false.")
     if dist.master_port is not None and not 0 < dist.master_port < 65536:
         raise ConfigError(f"{key}.distributed.master_port={dist.master_port} is not a TCP port (1-65535).")
     req = preset.requires

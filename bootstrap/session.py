@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import platform
+import signal
 import time
 from pathlib import Path
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
@@ -60,6 +61,7 @@ class Session:
         self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
         self.data_seed = self.preset.seed
         self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
+        self._started_ns = 0  # when apply() began
         self._changes: Optional[ProcessChanges] = None  # while applied
 
     rank = property(lambda self: self.launch.rank if self.launch else 0)
@@ -108,7 +110,7 @@ class Session:
         self.plan = make_plan(self.preset, key=self.key, environ_now=environ_now, env_set=self.env_set,
                               explicit_vars=self.explicit_vars, state=readers.current_state(),
                               cpus=worker_cpus(launch) or versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
-                              launch=launch)
+                              launch=launch, output_dir=str(self.output_dir) if self.output_dir else None)
         self.data_seed = self.plan.data_seed
         return self.plan
 
@@ -155,6 +157,7 @@ class Session:
 
     def _apply(self) -> None:
         started, warnings = time.perf_counter(), []
+        self._started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
         plan = self._make_plan(os.environ, warnings)
         if self.preset.lint is LintPolicy.error:  # names are checked before anything is applied
             from bootstrap.lint import stopping
@@ -197,6 +200,11 @@ class Session:
                                                         self.preset.distributed.timeout_s, device, plan.mesh,
                                                         plan.create_group)
                 group_state, backend = self._group.state, self._group.backend
+            if plan.flight_recorder and plan.dump_dir:
+                from bootstrap.flightrec import Watcher
+
+                self._changes.watcher = Watcher(self._dump, self._end_stuck)
+                self._changes.watcher.start()
             seeded = seeding.seed_everything(plan.global_seed) if plan.global_seed is not None else []
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
             for line in environ.late_warnings(plan.vars):
@@ -239,11 +247,12 @@ class Session:
         status = JobStatus(status)
         try:  # a record must never keep the process from being restored
             self._record_task_effects()
+            finding = self._forensics(status, error)
             if status is JobStatus.FAILED and error is not None and self._group is not None \
                     and self._group.state is GroupState.CREATED and self.world_size > 1:
                 from bootstrap import distributed
 
-                error = distributed.attribute_failure(self.rank, error)
+                error = distributed.attribute_failure(self.rank, error, finding)
         except Exception as record_error:  # noqa: BLE001 - the store may be gone with a peer: still restore
             log.warning("could not record the task's effects or the failing rank: %s", record_error)
         teardown = self._undo()
@@ -251,6 +260,43 @@ class Session:
             if teardown is not None:
                 self.report["distributed"]["teardown"] = teardown.value
             self._write(self.report, status, metrics, error)
+
+    # -- flight recorder (bootstrap.flightrec) -------------------------------------------------
+    def _dump(self, reason: str):
+        from bootstrap import flightrec
+
+        return flightrec.dump(Path(self.plan.dump_dir), self.rank, self.world_size, reason, self._started_ns)
+
+    def _forensics(self, status: JobStatus, error: Any) -> Optional[str]:
+        """A job that did not complete under a process group: every rank's dump, and what they show
+        (the report's ``distributed.hang``). Returns the finding, for torchrun's summary."""
+        plan = self.plan
+        if status is JobStatus.COMPLETED or not (self.report and plan and plan.flight_recorder and plan.dump_dir):
+            return None
+        from bootstrap import flightrec
+
+        reason = f"job {status.value}" + (f": {type(error).__name__}" if isinstance(error, BaseException) else "")
+        hang = flightrec.collect(Path(plan.dump_dir), self.rank, self.world_size, reason, self._started_ns)
+        self.report["distributed"]["hang"] = hang
+        if hang and hang["finding"]:
+            log.error("flight recorder: %s (dumps in %s; python -m bootstrap hang %s)", hang["finding"],
+                      hang["dump_dir"], hang["dump_dir"])
+        return hang["finding"] if hang else None
+
+    def _end_stuck(self, signum: int) -> None:
+        """In the watcher thread: a signal came while the main thread is blocked in a collective, and it
+        has not ended the job. Record the job as interrupted, with what the dumps show, and exit."""
+        try:
+            finding = self._forensics(JobStatus.INTERRUPTED, None)
+            name = signal.Signals(signum).name
+            message = f"rank {self.rank} stopped by {name} while blocked in a collective" + \
+                (f": {finding}" if finding else "")
+            from bootstrap import distributed
+
+            distributed.write_elastic_error_file(message, int(time.time()))
+            self._write(self.report, JobStatus.INTERRUPTED, error=message)
+        finally:
+            os._exit(128 + signum)
 
     def _record_task_effects(self) -> None:
         if not self.report:

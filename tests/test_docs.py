@@ -96,7 +96,7 @@ def _anchors(page: Path) -> set:
 
 
 def test_the_docs_pages_exist_and_the_readme_links_each_one():
-    for name in ("presets", "settings", "distributed", "sweeps", "lint", "report", "errors"):
+    for name in ("presets", "settings", "distributed", "hangs", "sweeps", "lint", "report", "errors"):
         assert (DOCS / f"{name}.md").is_file(), name
         assert f"](docs/{name}.md)" in README, name
     assert "](CONTRIBUTING.md)" in README

@@ -31,3 +31,11 @@ def test_the_gpu_expectations_fail_on_a_cpu_report_naming_each_field(run_stub):
                   "('created', 'destroyed', 'gloo')"):
         assert field in proc.stderr, proc.stderr
     assert "matmul_precision" not in proc.stderr  # h100's own setting is applied on the CPU too
+
+
+def test_the_flight_recorder_check_on_gloo(tmp_path):
+    # bench/gpu_check.sh runs it with h100 (NCCL); the same check, on this machine's backend.
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_flight_recorder.py"), str(tmp_path / "fr"),
+                           "cpu_debug"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "gloo:all_reduce; bootstrap hang: no divergence" in proc.stdout

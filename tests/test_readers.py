@@ -43,6 +43,8 @@ NOT_OBSERVABLE_ON_CPU = {
     "CUDA_MODULE_LOADING": "read by the CUDA runtime at context creation; the CPU build creates none",
     "CUBLAS_WORKSPACE_CONFIG": "read at cuBLAS calls (and by the determinism check only when CUDA is present)",
     "NCCL_*": "read by libnccl when a communicator is created; the CPU build has no NCCL backend",
+    "TORCH_FR_DUMP_TEMP_FILE": "read by ProcessGroupNCCL's watchdog at its first dump; gloo writes none",
+    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": "read by ProcessGroupNCCL's watchdog at its first dump; gloo writes none",
 }
 
 # (variable, case) -> what the experiment does. Every case is run by one of the scripts

@@ -1,0 +1,211 @@
+"""The flight recorder's dumps: each rank's recent collectives, written into the job's directory
+when the job fails, times out or is stopped. Touches the process (torch, signals, a thread).
+
+torch records every collective of every process group in a per-process ring buffer
+(``TORCH_FR_BUFFER_SIZE``, which the plan sets from ``env.distributed.flight_recorder``). On
+NCCL its watchdog dumps the buffer on a timeout (to ``TORCH_FR_DUMP_TEMP_FILE``, which the plan
+points at the same directory); gloo never dumps. So the bootstrap writes the dumps itself:
+
+- when the task raises under a process group (a gloo timeout raises there), from
+  ``Session.close``;
+- when SIGTERM or SIGINT arrives, even while the main thread is blocked in a collective (where
+  Python runs no signal handler until the collective returns): a watcher thread wakes on
+  ``signal.set_wakeup_fd``, dumps, and, if the main thread does not end the job within
+  :data:`GRACE_S`, finishes it from there;
+- when another rank asks, through the group's store: the first rank that fails asks every
+  rank for its dump, so that one diagnosis (:mod:`bootstrap.hang`) sees them all.
+
+A healthy job writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Dict, Optional
+
+import torch
+import torch.distributed as dist
+
+from bootstrap import hang
+from bootstrap.hang import DUMP_PREFIX
+
+REQUEST_KEY = "hydra_train_bootstrap/fr_dump_request"  # in the group's store: who asked for dumps
+POLL_S = 0.5  # how often the watcher looks for a request
+GRACE_S = 2.0  # after a signal, how long the main thread gets to end the job itself
+PEERS_S = 5.0  # how long a failing rank waits for the others' dumps
+
+
+def _pg_config() -> Dict[str, dict]:
+    """Each process group's name, description and ranks, from torch's Python registry.
+
+    gloo registers its ranks before Python names the group, so the recorder's own ``pg_config``
+    is one empty entry, and torch's analyser cannot read such a dump without this."""
+    world = dist.distributed_c10d._world
+    config = {}
+    for group, name in list(world.pg_names.items()):
+        ranks = sorted(world.pg_group_ranks.get(group, {}))
+        config[str(name)] = {"name": str(name), "desc": str(getattr(group, "group_desc", "undefined")),
+                             "ranks": str(ranks)}
+    return config
+
+
+def dump(dump_dir: Path, rank: int, world_size: int, reason: str, since_ns: int) -> Optional[Path]:
+    """Write this rank's recorder (entries created since ``since_ns``: this job's) to
+    ``<dump_dir>/comm_lib_trace_rank_<rank>``, atomically; None when there is nothing to write."""
+    dumped_ns = time.time_ns()  # before the dump itself: its first call symbolises stacks (about a second)
+    raw = pickle.loads(torch._C._distributed_c10d._dump_fr_trace(True, True, False))
+    entries = [e for e in raw.get("entries", []) if e.get("time_created_ns", 0) >= since_ns]
+    if not entries:
+        return None
+    raw.update(entries=entries, pg_config=_pg_config(),
+               bootstrap={"rank": rank, "world_size": world_size, "reason": reason, "dump_time_ns": dumped_ns})
+    path = Path(dump_dir) / f"{DUMP_PREFIX}{rank}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # The temporary name neither starts like a dump nor ends in a digit: torch's analyser would take it for one.
+    fd, tmp = tempfile.mkstemp(prefix=".fr-", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(raw, f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path
+
+
+def request_dumps(rank: int) -> None:
+    """Ask every rank of the default group for its dump (their watchers poll the store)."""
+    try:
+        dist.distributed_c10d._get_default_store().set(REQUEST_KEY, f"{rank}@{time.time_ns()}")
+    except Exception:  # noqa: BLE001 - the store went away with a peer: only our own dump, then
+        pass
+
+
+def wait_for_dumps(dump_dir: Path, world_size: int, since_s: float, timeout_s: float = PEERS_S) -> None:
+    """Until every rank's dump written after ``since_s`` is in ``dump_dir``, or ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    paths = [Path(dump_dir) / f"{DUMP_PREFIX}{rank}" for rank in range(world_size)]
+    while time.monotonic() < deadline:
+        if all(p.exists() and p.stat().st_mtime >= since_s for p in paths):
+            return
+        time.sleep(0.1)
+
+
+def collect(dump_dir: Path, rank: int, world_size: int, reason: str, since_ns: int) -> Optional[dict]:
+    """On a job's failed or interrupted end: this rank's dump, every other rank's (asked for through
+    the store, waited for up to PEERS_S), and what they show, as the report's ``distributed.hang``."""
+    mine = dump(dump_dir, rank, world_size, reason, since_ns)
+    if world_size > 1:
+        request_dumps(rank)
+        wait_for_dumps(dump_dir, world_size, since_ns / 1e9)  # any dump of this job counts
+    diagnosis, paths = hang.diagnose_dir(dump_dir)
+    if mine is None and not paths:
+        return None
+    return {"dump_dir": str(dump_dir), "dumps": [p.name for p in paths.values()], **diagnosis.as_dict()}
+
+
+class Watcher:
+    """While a process group is in use: dump on SIGTERM/SIGINT or on a peer's request.
+
+    ``on_stuck(signum)`` runs in the watcher thread when the main thread has not ended the job
+    :data:`GRACE_S` after a signal (it is blocked in a collective); it must end the process.
+    """
+
+    def __init__(self, write_dump: Callable[[str], None], on_stuck: Callable[[int], None]):
+        self._write_dump = write_dump
+        self._on_stuck = on_stuck
+        self._stopped = threading.Event()
+        self._main_alive = threading.Event()  # the signal's Python handler ran: the main thread is not stuck
+        self._read_fd, self._write_fd = os.pipe()
+        os.set_blocking(self._write_fd, False)
+        self._previous_fd: Optional[int] = None
+        self._handlers: Dict[int, object] = {}  # the handlers this watcher wrapped, restored by stop()
+        self._thread = threading.Thread(target=self._run, name="bootstrap-flight-recorder", daemon=True)
+
+    def start(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.set_wakeup_fd(self._write_fd, warn_on_full_buffer=False)
+            if previous != -1:  # someone else's (asyncio's): leave it in charge, watch the store only
+                signal.set_wakeup_fd(previous)
+            else:
+                self._previous_fd = previous
+                for signum in (signal.SIGTERM, signal.SIGINT):
+                    handler = signal.getsignal(signum)
+                    if callable(handler):  # only a Python handler wakes the fd; it is wrapped to say it ran
+                        self._handlers[signum] = handler
+                        signal.signal(signum, self._noting(handler))
+        self._thread.start()
+
+    def _noting(self, handler):
+        def handle(signum, frame):
+            self._main_alive.set()  # runs in the main thread, between bytecodes: it is not blocked in C++
+            return handler(signum, frame)
+        return handle
+
+    def stop(self) -> None:
+        """Stop watching (the main thread is closing the job itself). Runs in the main thread."""
+        self._main_alive.set()
+        self._stopped.set()
+        for signum, handler in self._handlers.items():
+            signal.signal(signum, handler)
+        self._handlers.clear()
+        if self._previous_fd is not None:
+            signal.set_wakeup_fd(self._previous_fd)
+            self._previous_fd = None
+        try:
+            os.write(self._write_fd, b"\0")  # wake the thread
+        except OSError:
+            pass
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        for fd in (self._read_fd, self._write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def _run(self) -> None:
+        requested, before = False, self._request()  # a request left in the store by an earlier job is not ours
+        while not self._stopped.is_set():
+            try:
+                ready, _, _ = select.select([self._read_fd], [], [], POLL_S)
+                signals = os.read(self._read_fd, 64) if ready else b""
+            except OSError:
+                return  # the pipe was closed: stopped
+            if self._stopped.is_set():
+                return
+            for signum in (b for b in signals if b in (signal.SIGTERM, signal.SIGINT)):
+                self._signalled(signum)
+                return
+            if not requested and self._request() not in (None, before):
+                requested = True
+                self._safely(lambda: self._write_dump("asked by a peer that failed"))
+
+    def _signalled(self, signum: int) -> None:
+        self._safely(lambda: self._write_dump(f"signal {signal.Signals(signum).name}"))
+        # Only SIGTERM is ended from here: a SIGINT (Ctrl-C) the task may catch, and go on (Lightning does).
+        if signum == signal.SIGTERM and not self._main_alive.wait(GRACE_S):  # its handler never ran: stuck in C++
+            self._on_stuck(signum)
+
+    @staticmethod
+    def _request() -> Optional[bytes]:
+        """The request in the group's store, if any: who asked, and when."""
+        try:
+            store = dist.distributed_c10d._get_default_store()
+            return store.get(REQUEST_KEY) if dist.is_initialized() and store.check([REQUEST_KEY]) else None
+        except Exception:  # noqa: BLE001 - no store (yet, or any more)
+            return None
+
+    @staticmethod
+    def _safely(action: Callable[[], None]) -> None:
+        try:
+            action()
+        except Exception:  # noqa: BLE001 - a dump is a courtesy; the watcher must go on
+            pass
