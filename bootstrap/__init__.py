@@ -7,7 +7,8 @@
 """
 
 from bootstrap.errors import BootstrapError, ConfigError, MismatchError
-from bootstrap.schema import EnvConfig, register as _register_schema
+from bootstrap.schema import EnvConfig
+from bootstrap.schema import register as _register_schema
 
 _register_schema()
 

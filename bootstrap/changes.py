@@ -5,10 +5,11 @@ Touches the process.
 the group the session made, then restores torch's settings, then the environment, each
 step even if an earlier one raised.
 
-An interrupted job is still closed. Hydra 1.3 skips ``on_job_end`` when the task is interrupted (hydra#3078), and SIGTERM's
-default action ends the process without running any Python. So, while a session is
-applied, SIGTERM becomes ``SystemExit(143)`` in the main thread, and an atexit hook
-closes the session if nothing else did; Ctrl-C (KeyboardInterrupt) reaches the same hook.
+An interrupted job is still closed. Hydra 1.3 skips ``on_job_end`` when the task is
+interrupted (hydra#3078), and SIGTERM's default action ends the process without running any
+Python. So, while a session is applied, SIGTERM becomes ``SystemExit(143)`` in the main
+thread, and an atexit hook closes the session if nothing else did; Ctrl-C
+(KeyboardInterrupt) reaches the same hook.
 """
 
 from __future__ import annotations
@@ -24,16 +25,26 @@ from bootstrap.report import Teardown
 from bootstrap.runtime import TorchState
 
 
-def _exit_on_sigterm(signum, frame) -> None:
-    raise SystemExit(128 + signum)  # unwinds the task; the atexit hook then closes the session
-
-
 class InterruptGuard:
-    """Calls ``close`` at exit unless removed first; turns SIGTERM into SystemExit meanwhile."""
+    """Calls ``close`` at exit unless removed first; turns SIGTERM into SystemExit meanwhile.
+
+    While the session closes (:meth:`closing`), a SIGTERM is held instead: raising in the
+    middle of the close would leave half of it undone. :meth:`held` says which signal came."""
 
     def __init__(self, close: Callable[[], None]):
         self._close = close
         self._previous_sigterm: Optional[object] = None
+        self._closing = False
+        self.held: Optional[int] = None
+
+    def _exit_on_sigterm(self, signum, frame) -> None:
+        if self._closing:
+            self.held = signum
+            return
+        raise SystemExit(128 + signum)  # unwinds the task; the atexit hook then closes the session
+
+    def closing(self) -> None:
+        self._closing = True
 
     def install(self) -> None:
         atexit.register(self._close)
@@ -41,7 +52,7 @@ class InterruptGuard:
         # (submitit's, for one, lets a preempted SLURM job requeue instead of dying).
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-            self._previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+            self._previous_sigterm = signal.signal(signal.SIGTERM, self._exit_on_sigterm)
 
     def remove(self) -> None:
         atexit.unregister(self._close)

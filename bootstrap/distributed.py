@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generic, List, Mapping, MutableMapping, Optional, Tuple, TypeVar
+from typing import Callable, Dict, Generic, List, Mapping, MutableMapping, Optional, Tuple, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -289,11 +289,11 @@ def claim_first_failure(rank: int, error: str) -> Tuple[int, int, str]:
     return int(first_rank), int(first_time), message
 
 
-def attribute_failure(rank: int, error: Any, hang: Optional[str] = None) -> str:
-    """Name the rank whose failure came first, in the message returned (and logged) and in torchrun's
-    summary; with ``hang``, what the flight recorder's dumps show."""
-    error = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-    first_rank, first_time, first_message = claim_first_failure(rank, error)
+def attribute_failure(rank: int, error: str, first: Tuple[int, int, str], hang: Optional[str] = None) -> str:
+    """Name the rank whose failure came first (``first``, from :func:`claim_first_failure`), in the
+    message returned (and logged) and in torchrun's summary; with ``hang``, what the flight
+    recorder's dumps show."""
+    first_rank, first_time, first_message = first
     if first_rank == rank:
         message, timestamp = f"rank {rank} failed: {error}", first_time
     else:

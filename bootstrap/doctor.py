@@ -84,7 +84,8 @@ def _presets() -> List[str]:
     from hydra.core.global_hydra import GlobalHydra
 
     loader = GlobalHydra.instance().config_loader()
-    return sorted({option for group in (presets.GROUP, presets.ALIAS_GROUP) for option in loader.get_group_options(group)})
+    groups = (presets.GROUP, presets.ALIAS_GROUP)
+    return sorted({option for group in groups for option in loader.get_group_options(group)})
 
 
 def preview(cfg) -> dict:
@@ -142,7 +143,8 @@ def format_text(report: dict) -> str:
     checks = [("check", "required", "found", "ok")] + [
         (c["name"], c["required"], c["found"] or "-", "yes" if c["ok"] else "NO") for c in report["checks"]]
     variables = [("variable", "value", "source", "takes effect")] + [
-        (name, v["value"], v["source"], _takes_effect(name, v["effective"], v.get("withheld", False))) for name, v in report["vars"].items()]
+        (name, v["value"], v["source"], _takes_effect(name, v["effective"], v.get("withheld", False)))
+        for name, v in report["vars"].items()]
     threads, torch_cfg = report["threads"], report["torch"]
     failed = [c["name"] for c in report["checks"] if not c["ok"]]
     lines = [
@@ -152,7 +154,8 @@ def format_text(report: dict) -> str:
         "", "Machine", _table(machine),
         "", "Checks", _table(checks) if report["checks"] else "  (the preset requires nothing)",
         "", "Variables", _table(variables),
-        "", "Lint", _table([("variable", "finding", "")] + [(f["name"], f["kind"], f["message"]) for f in report["lint"]])
+        "", "Lint", _table([("variable", "finding", "")]
+                           + [(f["name"], f["kind"], f["message"]) for f in report["lint"]])
         if report["lint"] else "  (nothing to report)",
         *(_flight_recorder(report["distributed"]["hang"]) if report["distributed"].get("hang") else []),
         "", "Torch",

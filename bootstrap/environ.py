@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any, Collection, Dict, Iterable, List, Mapping, MutableMapping, Optional
 
 from bootstrap.errors import ConfigError
-from bootstrap.readers import ProcessState, reader_for
 from bootstrap.masking import masked  # notes quote values: a secret's must not appear
+from bootstrap.readers import ProcessState, reader_for
 
 # Names of the variables the bootstrap wrote into this environment, comma-separated,
 # so that a child process can tell them from the user's own. Names only: never values.
@@ -127,7 +127,8 @@ def plan_vars(
 
 def late_warnings(decisions: Iterable[VarDecision]) -> List[str]:
     """One line for each variable set too late to take effect here, or withheld; values masked."""
-    return [f"{d.name}={masked(d.name, d.value)} is {'not set' if d.withheld else 'exported for child processes only'}: "
+    return [f"{d.name}={masked(d.name, d.value)} is "
+            f"{'not set' if d.withheld else 'exported for child processes only'}: "
             f"{d.note}" for d in decisions if d.warn]
 
 

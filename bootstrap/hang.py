@@ -27,7 +27,7 @@ import pickle
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 DUMP_PREFIX = "comm_lib_trace_rank_"  # torch's own, so its analyser (torchfrtrace) reads a run directory too
 MAX_DUMP_BYTES = 256 * 2**20

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
-from bootstrap.textenum import TextEnum
 from bootstrap.errors import ConfigError
+from bootstrap.textenum import TextEnum
 
 # The port range for a port derived from a job id: above the well-known and
 # registered ranges most services use, below the kernel's ephemeral range (32768+).

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from bootstrap.textenum import TextEnum
 from bootstrap.auto import Choice
 from bootstrap.masking import masked, masked_override
 from bootstrap.plan import Plan
+from bootstrap.textenum import TextEnum
 from bootstrap.versions import Check, Found
 
 SCHEMA_VERSION = 2

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
 from bootstrap import active, environ, launcher, overrides, readers, report, runtime, schema, seeding, versions
-from bootstrap.errors import ConfigError, LintError, MismatchError
 from bootstrap.changes import ProcessChanges
+from bootstrap.errors import ConfigError, LintError, MismatchError
 from bootstrap.plan import Plan, make_plan
 from bootstrap.report import Applied, GroupState, JobInfo, JobStatus
 from bootstrap.schema import LintPolicy, OnMismatch
@@ -242,17 +242,22 @@ class Session:
         Sessions applied after this one and still open are closed first (status ``failed``)."""
         if self._changes is None:
             return
+        guard = self._changes.guard
+        guard.closing()  # a SIGTERM now waits until the process is restored (torchrun's, after a peer failed)
         for session in reversed(active.inside(self)):
             session.close(JobStatus.FAILED, error="closed because an outer session was closed first")
         status = JobStatus(status)
         try:  # a record must never keep the process from being restored
             self._record_task_effects()
-            finding = self._forensics(status, error)
+            first = None
             if status is JobStatus.FAILED and error is not None and self._group is not None \
                     and self._group.state is GroupState.CREATED and self.world_size > 1:
                 from bootstrap import distributed
 
-                error = distributed.attribute_failure(self.rank, error, finding)
+                first = distributed.claim_first_failure(self.rank, _text(error))  # at once: peers read it
+            finding = self._forensics(status, error)
+            if first is not None:
+                error = distributed.attribute_failure(self.rank, _text(error), first, finding)
         except Exception as record_error:  # noqa: BLE001 - the store may be gone with a peer: still restore
             log.warning("could not record the task's effects or the failing rank: %s", record_error)
         teardown = self._undo()
@@ -260,6 +265,8 @@ class Session:
             if teardown is not None:
                 self.report["distributed"]["teardown"] = teardown.value
             self._write(self.report, status, metrics, error)
+        if guard.held is not None:  # the SIGTERM held while closing ends the process now, as it asked
+            raise SystemExit(128 + guard.held)
 
     # -- flight recorder (bootstrap.flightrec) -------------------------------------------------
     def _dump(self, reason: str):
@@ -325,6 +332,10 @@ class Session:
 
 
 _warned: set = set()
+
+
+def _text(error: Any) -> str:
+    return error if isinstance(error, str) else f"{type(error).__name__}: {error}"
 
 
 def _warn(warnings: List[str], message: Optional[str], once: bool = False) -> None:

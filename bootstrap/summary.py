@@ -43,9 +43,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-from bootstrap.textenum import TextEnum
 from bootstrap.masking import masked_line, masked_override
 from bootstrap.report import REPORT_NAME, JobStatus, write_text_atomic
+from bootstrap.textenum import TextEnum
 
 CSV_NAME = "sweep_summary.csv"
 MD_NAME = "sweep_summary.md"
@@ -254,7 +254,8 @@ def check_report(report: Any) -> _Fields:
     _mapping(report.get("found"), "found")
     return _Fields(
         num=_count(job.get("num"), "job.num"),
-        status=RowStatus.INCOMPLETE if status == JobStatus.RUNNING else status,  # ended without on_job_end (killed, crashed hard)
+        # "running": it ended without on_job_end (killed, crashed hard)
+        status=RowStatus.INCOMPLETE if status == JobStatus.RUNNING else status,
         metrics=metrics,
         checks_ok=all(c["ok"] for c in checks),
         overrides=overrides,

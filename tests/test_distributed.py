@@ -32,7 +32,9 @@ def test_torchrun_two_ranks_share_one_directory_and_all_reduce(tmp_path):
             "launcher": "torchrun", "rank": rank, "local_rank": rank, "world_size": 2, "local_world_size": 2,
             "node_rank": 0, "job_id": None,
             "master_addr": "localhost", "master_port": None, "backend": "gloo", "process_group": "created",
-            "teardown": "destroyed", "mesh": {"dp": 2}, "group_at_end": {"owner": "bootstrap", "backend": "gloo", "world_size": 2, "rank": rank}}
+            "teardown": "destroyed", "mesh": {"dp": 2}, "hang": None,  # a healthy run: no dumps
+            "group_at_end": {"owner": "bootstrap", "backend": "gloo", "world_size": 2, "rank": rank}}
+        assert not list(run_dir.glob("comm_lib_trace_rank_*"))
         assert report["threads"]["intra_op"] == max(1, len(os.sched_getaffinity(0)) // 2)
         assert report["job"]["status"] == "completed"
     assert reports[0]["seed"]["data_seed"] != reports[1]["seed"]["data_seed"]  # each rank its own data

@@ -5,13 +5,11 @@ a worker thread so that the main thread stays responsive (bootstrap.distributed.
 """
 
 import json
-import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
