@@ -20,6 +20,7 @@ A healthy job writes nothing.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import select
@@ -36,6 +37,7 @@ import torch.distributed as dist
 from bootstrap import hang
 from bootstrap.hang import DUMP_PREFIX
 
+log = logging.getLogger(__name__)
 REQUEST_KEY = "hydra_train_bootstrap/fr_dump_request"  # in the group's store: who asked for dumps
 POLL_S = 0.5  # how often the watcher looks for a request
 GRACE_S = 2.0  # after a signal, how long the main thread gets to end the job itself
@@ -98,17 +100,29 @@ def wait_for_dumps(dump_dir: Path, world_size: int, since_s: float, timeout_s: f
         time.sleep(0.1)
 
 
-def collect(dump_dir: Path, rank: int, world_size: int, reason: str, since_ns: int) -> Optional[dict]:
-    """On a job's failed or interrupted end: this rank's dump, every other rank's (asked for through
-    the store, waited for up to PEERS_S), and what they show, as the report's ``distributed.hang``."""
-    mine = dump(dump_dir, rank, world_size, reason, since_ns)
-    if world_size > 1:
-        request_dumps(rank)
-        wait_for_dumps(dump_dir, world_size, since_ns / 1e9)  # any dump of this job counts
-    diagnosis, paths = hang.diagnose_dir(dump_dir)
-    if mine is None and not paths:
-        return None
-    return {"dump_dir": str(dump_dir), "dumps": [p.name for p in paths.values()], **diagnosis.as_dict()}
+class JobRecorder:
+    """One job's dumps: this rank's, in ``dump_dir``, of the collectives since ``since_ns``."""
+
+    def __init__(self, dump_dir: Path, rank: int, world_size: int, since_ns: int):
+        self.dump_dir, self.rank, self.world_size, self.since_ns = dump_dir, rank, world_size, since_ns
+
+    def dump(self, reason: str) -> Optional[Path]:
+        return dump(self.dump_dir, self.rank, self.world_size, reason, self.since_ns)
+
+    def collect(self, reason: str) -> Optional[dict]:
+        """On a job's failed or interrupted end: this rank's dump, every other rank's (asked for through
+        the store, waited for up to PEERS_S), and what they show, as the report's ``distributed.hang``."""
+        mine = self.dump(reason)
+        if self.world_size > 1:
+            request_dumps(self.rank)
+            wait_for_dumps(self.dump_dir, self.world_size, self.since_ns / 1e9)  # any dump of this job counts
+        diagnosis, paths = hang.diagnose_dir(self.dump_dir)
+        if mine is None and not paths:
+            return None
+        found = {"dump_dir": str(self.dump_dir), "dumps": [p.name for p in paths.values()], **diagnosis.as_dict()}
+        if found["finding"]:
+            log.error("flight recorder: %s (python -m bootstrap hang %s)", found["finding"], self.dump_dir)
+        return found
 
 
 class Watcher:

@@ -197,3 +197,23 @@ def machine_of_preset(device: str, compute_capability: Optional[str]) -> Machine
     on_gpu = device == "cuda"
     return Machine(nvidia_gpu=on_gpu, compute_capability=float(compute_capability) if on_gpu and compute_capability
                    else None, description=f"a {'cuda' if on_gpu else 'cpu'} preset")
+
+
+def for_preset(preset, key: str, found=None, arch: str = "", openmp_runtimes: Callable[[], Iterable[str]] = tuple
+               ) -> List[Finding]:
+    """The findings for a preset's own variables (``vars``, as they would be exported), unless its
+    ``lint`` is ``off``; with ``found`` (``versions.Found``), the machine's hardware findings too."""
+    from bootstrap.environ import normalize
+    from bootstrap.schema import LintPolicy
+
+    if preset.lint is LintPolicy.off or not preset.vars:
+        return []
+    values = {name: normalize(name, value, key) for name, value in preset.vars.items() if value is not None}
+    return check(values, machine_from(found, arch, openmp_runtimes) if found is not None else None)
+
+
+def stop_message(findings: Iterable[Finding], key: str) -> str:
+    """Why ``lint: error`` stopped the job: one line per finding, and the way out."""
+    return (f"{key}.lint=error: the preset sets variables that are read by nothing, or renamed:\n"
+            + "\n".join(f"  - {finding}" for finding in findings)
+            + f"\nFix them, or run with {key}.lint=warn to continue anyway.")

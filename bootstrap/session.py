@@ -61,7 +61,7 @@ class Session:
         self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
         self.data_seed = self.preset.seed
         self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
-        self._started_ns = 0  # when apply() began
+        self._recorder = None  # flightrec.JobRecorder, under a process group
         self._changes: Optional[ProcessChanges] = None  # while applied
 
     rank = property(lambda self: self.launch.rank if self.launch else 0)
@@ -114,28 +114,19 @@ class Session:
         self.data_seed = self.plan.data_seed
         return self.plan
 
-    def _device(self, plan: Plan, found: versions.Found, warnings: List[str], applying: bool = True) -> str:
+    def _device(self, plan: Plan, found: versions.Found, warnings: List[str]) -> str:
         self.device = plan.device(cuda_visible=found.gpus > 0)
         if plan.device_type == "cuda" and self.device == "cpu":  # only with on_mismatch=warn
-            message = f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu"
-            if applying:
-                _warn(warnings, message)
-            else:
-                warnings.append(message)
+            warnings.append(f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu")
         return self.device
 
     def _job(self) -> JobInfo:
         return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved)
 
     def _lint(self, found: Optional[versions.Found] = None) -> list:
-        """The variable lint's findings for the preset's own variables; with ``found``, the hardware's too."""
-        if self.preset.lint is LintPolicy.off or not self.preset.vars:
-            return []
         from bootstrap import lint
 
-        values = {n: environ.normalize(n, v, self.key) for n, v in self.preset.vars.items() if v is not None}
-        machine = lint.machine_from(found, platform.machine(), versions.openmp_runtimes) if found else None
-        return lint.check(values, machine)
+        return lint.for_preset(self.preset, self.key, found, platform.machine(), versions.openmp_runtimes)
 
     def preview(self) -> Dict[str, Any]:
         """The report ``apply()`` would write, worked out without changing the process (``bootstrap doctor``).
@@ -145,7 +136,7 @@ class Session:
         plan = self._make_plan({**os.environ, **{k: str(v) for k, v in self.env_set.items()}}, warnings)
         found = versions.detect()
         checks = versions.check(self.preset.requires, found, plan.device_type)
-        device = self._device(plan, found, warnings, applying=False)
+        device = self._device(plan, found, warnings)
         return report.build(self._job(), plan, device, found, checks, None, warnings,
                             time.perf_counter() - started, JobStatus.PREVIEW, self._lint(found))
 
@@ -157,16 +148,14 @@ class Session:
 
     def _apply(self) -> None:
         started, warnings = time.perf_counter(), []
-        self._started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
+        started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
         plan = self._make_plan(os.environ, warnings)
         if self.preset.lint is LintPolicy.error:  # names are checked before anything is applied
-            from bootstrap.lint import stopping
+            from bootstrap import lint
 
-            stop = stopping(self._lint())
+            stop = lint.stopping(self._lint())
             if stop:
-                message = (f"{self.key}.lint=error: the preset sets variables that are read by nothing, or renamed:\n"
-                           + "\n".join(f"  - {finding}" for finding in stop)
-                           + f"\nFix them, or run with {self.key}.lint=warn to continue anyway.")
+                message = lint.stop_message(stop, self.key)
                 self._record(plan, versions.detect(), [], None, warnings, started, JobStatus.CHECK_FAILED, message,
                              lint=stop)
                 raise LintError(message)
@@ -189,6 +178,8 @@ class Session:
                     raise MismatchError(message)
                 _warn(warnings, message)
             device = self._device(plan, found, warnings)
+            if device == "cpu" and plan.device_type == "cuda":
+                log.warning("%s", warnings[-1])
             intra, inter, inter_note = runtime.apply_settings(plan.torch, plan.threads.intra_op, plan.threads.inter_op)
             _warn(warnings, inter_note, once=True)  # the same in every job of a one-process sweep
             backend, group_state = None, GroupState.NONE
@@ -201,9 +192,10 @@ class Session:
                                                         plan.create_group)
                 group_state, backend = self._group.state, self._group.backend
             if plan.flight_recorder and plan.dump_dir:
-                from bootstrap.flightrec import Watcher
+                from bootstrap import flightrec
 
-                self._changes.watcher = Watcher(self._dump, self._end_stuck)
+                self._recorder = flightrec.JobRecorder(Path(plan.dump_dir), self.rank, self.world_size, started_ns)
+                self._changes.watcher = flightrec.Watcher(self._recorder.dump, self._end_stuck)
                 self._changes.watcher.start()
             seeded = seeding.seed_everything(plan.global_seed) if plan.global_seed is not None else []
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
@@ -268,35 +260,21 @@ class Session:
         if guard.held is not None:  # the SIGTERM held while closing ends the process now, as it asked
             raise SystemExit(128 + guard.held)
 
-    # -- flight recorder (bootstrap.flightrec) -------------------------------------------------
-    def _dump(self, reason: str):
-        from bootstrap import flightrec
-
-        return flightrec.dump(Path(self.plan.dump_dir), self.rank, self.world_size, reason, self._started_ns)
-
     def _forensics(self, status: JobStatus, error: Any) -> Optional[str]:
-        """A job that did not complete under a process group: every rank's dump, and what they show
-        (the report's ``distributed.hang``). Returns the finding, for torchrun's summary."""
-        plan = self.plan
-        if status is JobStatus.COMPLETED or not (self.report and plan and plan.flight_recorder and plan.dump_dir):
+        """A job that did not complete under a process group: every rank's flight-recorder dump, and
+        what they show (the report's ``distributed.hang``). Returns the finding, for torchrun's summary."""
+        if status is JobStatus.COMPLETED or self._recorder is None or not self.report:
             return None
-        from bootstrap import flightrec
-
         reason = f"job {status.value}" + (f": {type(error).__name__}" if isinstance(error, BaseException) else "")
-        hang = flightrec.collect(Path(plan.dump_dir), self.rank, self.world_size, reason, self._started_ns)
-        self.report["distributed"]["hang"] = hang
-        if hang and hang["finding"]:
-            log.error("flight recorder: %s (dumps in %s; python -m bootstrap hang %s)", hang["finding"],
-                      hang["dump_dir"], hang["dump_dir"])
+        self.report["distributed"]["hang"] = hang = self._recorder.collect(reason)
         return hang["finding"] if hang else None
 
     def _end_stuck(self, signum: int) -> None:
-        """In the watcher thread: a signal came while the main thread is blocked in a collective, and it
-        has not ended the job. Record the job as interrupted, with what the dumps show, and exit."""
+        """In the watcher thread: SIGTERM came while the main thread is blocked in a collective, and its
+        handler never ran. Record the job as interrupted, with what the dumps show, and exit."""
         try:
             finding = self._forensics(JobStatus.INTERRUPTED, None)
-            name = signal.Signals(signum).name
-            message = f"rank {self.rank} stopped by {name} while blocked in a collective" + \
+            message = f"rank {self.rank} stopped by {signal.Signals(signum).name} while blocked in a collective" + \
                 (f": {finding}" if finding else "")
             from bootstrap import distributed
 
