@@ -186,7 +186,9 @@ def peers(work: Path, repeats: int) -> dict:
         try:
             metadata.version(module.replace("_", "-"))
         except metadata.PackageNotFoundError:
-            raise SystemExit(f"benchmark 4 needs the bench extra: pip install -e '.[bench]' ({module} is missing)")
+            raise SystemExit(
+                f"benchmark 4 needs the bench extra: pip install -e '.[bench]' ({module} is missing)"
+            ) from None
         variants[name] = (lambda n=name: first_step_s(BENCH / "peers" / f"with_{n}.py", work))
     results = interleaved(variants, repeats)
     out = {f"{name}_s": median(v) for name, v in results.items()}
@@ -390,8 +392,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="each benchmark once, small: does it still run?")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", nargs="*", help="run only these: startup threads oversubscription peers multirun gpu lightning "
-                                                     "lint flight_recorder")
+    parser.add_argument("--only", nargs="*",
+                        help="run only these: startup threads oversubscription peers multirun gpu lightning "
+                             "lint flight_recorder")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick)")
     args = parser.parse_args(argv)

@@ -101,7 +101,8 @@ def preview(cfg) -> dict:
 
 def _table(rows: List[tuple], indent: str = "  ") -> str:
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(indent + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+    lines = ("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+    return "\n".join(indent + line for line in lines)
 
 
 def _takes_effect(name: str, effective: bool, withheld: bool = False) -> str:

@@ -214,7 +214,7 @@ def format_table(report: Dict[str, Any]) -> str:
     for name, v in report["vars"].items():
         rows.append((name, v["value"], v["source"], "yes" if v["effective"] else "children only"))
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     failed = [c["name"] for c in report["checks"] if not c["ok"]]
     checks = f"{len(report['checks'])} checks, " + (f"FAILED: {', '.join(failed)}" if failed else "all ok")
     threads, resolved = report["threads"], report.get("resolved")

@@ -498,7 +498,7 @@ def to_csv(rows: List[Row]) -> str:
 def to_markdown(rows: List[Row]) -> str:
     header, body = _table(rows)
     lines = ["| " + " | ".join(_md_cell(v) for v in header) + " |", "|" + "---|" * len(header)]
-    for row, line in zip(rows, body):
+    for row, line in zip(rows, body, strict=True):
         cells = [_md_cell(v) for v in line]
         if row.best:
             cells = [f"**{c}**" if c else c for c in cells]

@@ -87,7 +87,7 @@ def cpu_affinity() -> str:
     except AttributeError:
         return "unknown"
     ranges, start = [], cpus[0]
-    for prev, cur in zip(cpus, cpus[1:] + [None]):
+    for prev, cur in zip(cpus, cpus[1:] + [None], strict=True):
         if cur != prev + 1:
             ranges.append(f"{start}-{prev}" if prev != start else str(start))
             start = cur

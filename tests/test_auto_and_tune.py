@@ -10,6 +10,7 @@ import pytest
 
 from bootstrap.auto import choose
 from bootstrap.versions import Found
+
 from conftest import STUB, clean_env
 
 APP = Path(__file__).parent / "third_party_app"
@@ -47,7 +48,8 @@ def test_env_auto_resolves_to_cpu_debug_here_and_keeps_the_users_overrides(tmp_p
                 "train.steps=2", f"hydra.run.dir={tmp_path}/out"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads((tmp_path / "out" / "bootstrap.json").read_text())
-    assert (report["preset"], report["resolved"]) == ("auto", {"from": "auto", "preset": "cpu_debug", "reason": "no CUDA device"})
+    resolved = {"from": "auto", "preset": "cpu_debug", "reason": "no CUDA device"}
+    assert (report["preset"], report["resolved"]) == ("auto", resolved)
     assert report["threads"]["intra_op"] == 1 and report["job"]["metrics"]["num_threads"] == 1
     assert report["torch"]["matmul_precision"] == "highest"  # cpu_debug's own setting
     assert report["vars"]["MY_FLAG"]["source"] == "override"
@@ -129,7 +131,8 @@ def test_tune_refuses_a_winner_that_failed_its_checks(tune, tmp_path):
     sweep = app_sweep(tmp_path, "env=cpu_debug,h100_probe", "env.on_mismatch=warn")
     proc = tune(tmp_path, sweep)
     assert proc.returncode == 1
-    assert "the best job by samples_per_s (env=h100_probe env.on_mismatch=warn) has status 'completed, check failed'" in proc.stderr
+    best = "the best job by samples_per_s (env=h100_probe env.on_mismatch=warn)"
+    assert f"{best} has status 'completed, check failed'" in proc.stderr
 
 
 def test_tune_does_not_overwrite_without_force(tune, tmp_path):

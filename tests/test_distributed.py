@@ -11,6 +11,7 @@ from pathlib import Path
 import torch.distributed as dist
 
 import bootstrap
+
 from conftest import STUB, clean_env
 
 APP = Path(__file__).parent / "third_party_app"

@@ -40,7 +40,7 @@ def free_port() -> int:
 def run_all(commands, cwd: Path, envs) -> list:
     """Start every command at once (each in its own session), wait for all; kill what outlives the deadline."""
     procs = [subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              start_new_session=True) for cmd, env in zip(commands, envs)]
+                              start_new_session=True) for cmd, env in zip(commands, envs, strict=True)]
     results = []
     try:
         for proc in procs:
@@ -104,7 +104,7 @@ def test_a_two_pod_pytorchjob_rehearsed_forms_one_world(tmp_path):
                       WORLD_SIZE="2", RANK=str(index), PET_NODE_RANK=str(index), PET_NNODES="2",
                       PET_NPROC_PER_NODE="auto", PYTHONUNBUFFERED="1") for index in (0, 1)]
     command = [sys.executable, str(STUB), "train.steps=20", f"hydra.run.dir={run_dir}"]  # a shared volume
-    for code, out, err in run_all([command, command], tmp_path, pods):
+    for code, _out, err in run_all([command, command], tmp_path, pods):
         assert code == 0, err[-3000:]
     runs = reports(run_dir, 2)
     for index, report in enumerate(runs):
@@ -138,7 +138,7 @@ def test_two_array_tasks_started_at_once_get_two_directories(tmp_path):
                        SLURM_PROCID="0", SLURM_NTASKS="1", SLURM_NODEID="0", SLURM_NODELIST="node01")
              for task in (1, 2)]
     command = [sys.executable, str(STUB), "train.steps=0"]  # no hydra.run.dir: Hydra's default, by the second
-    for code, out, err in run_all([command, command], tmp_path, tasks):
+    for code, _out, err in run_all([command, command], tmp_path, tasks):
         assert code == 0, err[-3000:]
     found = [p.parent.name for p in (tmp_path / "outputs").glob("*/*/bootstrap.json")]
     assert sorted(name.rsplit("_", 2)[1:] for name in found) == [["36", "1"], ["36", "2"]], found
@@ -151,7 +151,7 @@ def test_two_torchrun_nodes_with_the_c10d_rendezvous(tmp_path, per_node):
     agent = [str(BIN / "torchrun"), "--nnodes=2", f"--nproc_per_node={per_node}", "--rdzv-backend=c10d",
              f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=rehearsal", "--local-addr=127.0.0.1",
              str(STUB), "train.steps=10"]
-    for code, out, err in run_all([agent, agent], tmp_path, [clean_env(), clean_env()]):
+    for code, _out, err in run_all([agent, agent], tmp_path, [clean_env(), clean_env()]):
         assert code == 0, err[-3000:]
     world = 2 * per_node
     runs = reports(one_run_dir(tmp_path / "outputs"), world)  # one directory: rank 0's, through the agent store

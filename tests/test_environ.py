@@ -15,7 +15,8 @@ def decide(requested, environ=None, env_set=None, overrides=(), state=FRESH):
 
 
 @pytest.mark.parametrize("value, text", [
-    (4, "4"), (0, "0"), (True, "1"), (False, "0"), (0.5, "0.5"), ("expandable_segments:True", "expandable_segments:True"),
+    (4, "4"), (0, "0"), (True, "1"), (False, "0"), (0.5, "0.5"),
+    ("expandable_segments:True", "expandable_segments:True"),
     ("", ""), ("ünïcödé", "ünïcödé"), (None, None),
 ])
 def test_normalize(value, text):

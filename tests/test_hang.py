@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap import hang
+
 from conftest import ROOT, clean_env
 
 APP = ROOT / "tests" / "hang_app" / "app.py"
@@ -179,10 +180,9 @@ def test_who_never_entered_and_how_long_the_others_waited():
 
 def test_a_missing_dump_and_a_second_group():
     tp = ("1", "tp")
-    dumps = {0: dump_of(0, [entry(1), entry(1, group=tp), entry(2, group=tp)], world=3,
-                        groups={"0": {"desc": "default_pg", "ranks": "[0, 1, 2]"}, "1": {"desc": "tp", "ranks": "[0, 1]"}}),
-             1: dump_of(1, [entry(1), entry(1, group=tp)], world=3,
-                        groups={"0": {"desc": "default_pg", "ranks": "[0, 1, 2]"}, "1": {"desc": "tp", "ranks": "[0, 1]"}})}
+    groups = {"0": {"desc": "default_pg", "ranks": "[0, 1, 2]"}, "1": {"desc": "tp", "ranks": "[0, 1]"}}
+    dumps = {0: dump_of(0, [entry(1), entry(1, group=tp), entry(2, group=tp)], world=3, groups=groups),
+             1: dump_of(1, [entry(1), entry(1, group=tp)], world=3, groups=groups)}
     result = hang.diagnose(dumps)
     assert result.findings[0].startswith("no dump from rank 2: it ended without one")
     assert "rank 1 never entered collective #2 (all_reduce on tp); rank 0 waited in it for 600.0 s" in result.findings
@@ -244,7 +244,8 @@ def test_the_recorder_is_sized_by_the_preset_and_its_dumps_go_to_the_job(run_stu
     assert values["TORCH_FR_BUFFER_SIZE"] == "64"
     assert values["TORCH_FR_DUMP_TEMP_FILE"] == str(run.out_dir / hang.DUMP_PREFIX)  # NCCL's own dump on timeout
     off = run_stub("train.steps=0", "env.distributed.init=always", "env.distributed.flight_recorder.enabled=false")
-    assert off.report["vars"]["TORCH_FR_BUFFER_SIZE"]["value"] == "0" and "TORCH_FR_DUMP_TEMP_FILE" not in off.report["vars"]
+    assert off.report["vars"]["TORCH_FR_BUFFER_SIZE"]["value"] == "0"
+    assert "TORCH_FR_DUMP_TEMP_FILE" not in off.report["vars"]
 
 
 def test_one_process_without_a_group_exports_nothing_for_the_recorder(run_stub):

@@ -19,7 +19,8 @@ from omegaconf import OmegaConf
 import bootstrap
 from bootstrap.callback import BootstrapCallback
 from bootstrap.errors import BootstrapError, ConfigError
-from bootstrap.masking import is_secret, masked, masked_override, masked_line, masked_text
+from bootstrap.masking import is_secret, masked, masked_line, masked_override, masked_text
+
 from conftest import STUB, clean_env
 
 TRACEBACK = "Traceback (most recent call last)"
@@ -211,9 +212,11 @@ def test_any_interleaving_of_nested_sessions_restores_everything(ops):
 
 # -- 5. absurd values -------------------------------------------------------------------------
 @pytest.mark.parametrize("preset, fragment", [
-    ({"threads": {"intra_op": 99999}}, f"env.threads.intra_op=99999 is far beyond this machine's {os.cpu_count()} CPUs"),
+    ({"threads": {"intra_op": 99999}},
+     f"env.threads.intra_op=99999 is far beyond this machine's {os.cpu_count()} CPUs"),
     ({"threads": {"inter_op": 10**6}}, "env.threads.inter_op=1000000 is far beyond"),
-    ({"distributed": {"timeout_s": 10**17}}, "env.distributed.timeout_s=100000000000000000 must be positive and at most"),
+    ({"distributed": {"timeout_s": 10**17}},
+     "env.distributed.timeout_s=100000000000000000 must be positive and at most"),
     ({"distributed": {"mesh": {"dp": 0}}}, "env.distributed.mesh: sizes must be positive or -1"),
 ])
 def test_absurd_values_are_refused_naming_the_key_before_anything_changes(clean_environ, preset, fragment):

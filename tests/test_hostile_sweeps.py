@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from bootstrap import summary, tune
+
 from conftest import STUB, clean_env
 
 SECRET = "hf_planted_SECRET_123"
@@ -284,8 +285,8 @@ def test_the_base_preset_must_be_found_where_the_app_looks(tmp_path, capsys):
     assert "defaults:\n- probe\n- _self_\n\nthreads:\n  intra_op: 2\n" in (conf / "env" / "mine.yaml").read_text()
 
 
-@pytest.mark.parametrize("report_change", [{"preset": "../../etc"}, {"preset": None}, {"resolved": {"from": "auto", "preset": "../x", "reason": "y"}},
-                                           {"preset": "a b"}])
+@pytest.mark.parametrize("report_change", [{"preset": "../../etc"}, {"preset": None}, {"preset": "a b"},
+                                           {"resolved": {"from": "auto", "preset": "../x", "reason": "y"}}])
 def test_a_report_naming_no_usable_base_is_refused(tmp_path, capsys, report_change):
     sweep = sweep_of(tmp_path, (["env.threads.intra_op=2"], 20.0, report_change), (["env.threads.intra_op=1"], 1.0))
     code, out, err = run_tune(capsys, sweep, tmp_path / "conf")

@@ -179,6 +179,6 @@ def test_a_group_and_mesh_made_off_the_main_thread_serve_the_main_thread(tmp_pat
     finally:
         for p in procs:
             stop(p)
-    for rank, (p, (stdout, stderr)) in enumerate(zip(procs, results)):
+    for rank, (p, (stdout, stderr)) in enumerate(zip(procs, results, strict=True)):
         assert p.returncode == 0, stderr
         assert stdout.splitlines() == [f"created 2 3.0 30.0 {rank}", "initialized after teardown: False"]

@@ -285,6 +285,7 @@ def test_the_default_this_module_replaces_is_hydras_own():
     from omegaconf import OmegaConf
 
     from bootstrap.rundir import HYDRA_DEFAULT as replaced
+
     from conftest import ROOT
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):

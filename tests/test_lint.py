@@ -10,6 +10,7 @@ import pytest
 
 from bootstrap import lint
 from bootstrap.lint import Kind, Machine
+
 from conftest import ROOT, clean_env
 
 NO_GPU = Machine(nvidia_gpu=False, x86_64=True, intel_openmp=False)
@@ -243,7 +244,8 @@ def test_lint_off_says_nothing(run_stub):
 def test_the_table_loads_only_when_a_preset_sets_variables():
     code = ("import sys, bootstrap; s = bootstrap.initialize({}); s.preview(); "
             "print('bootstrap.variables' in sys.modules); "
-            "bootstrap.initialize({'vars': {'NCCL_DEBUG': 'INFO'}}).preview(); print('bootstrap.variables' in sys.modules)")
+            "bootstrap.initialize({'vars': {'NCCL_DEBUG': 'INFO'}}).preview();"
+            "print('bootstrap.variables' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), timeout=120,
                           cwd=ROOT)
     assert proc.stdout.split() == ["False", "True"], proc.stderr

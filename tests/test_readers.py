@@ -486,7 +486,8 @@ def test_apply_now_makes_a_late_value_take_effect(observed, reader):
         assert names, f"{pattern}: apply_now without an experiment"
         for name in names:
             obs = observed[_key(name, "after_import")]
-            assert obs["applied"] is True, f"{APPLY_NOW_PROVED[reader.apply_now]} did not apply {name}: {obs['evidence']}"
+            proof = APPLY_NOW_PROVED[reader.apply_now]
+            assert obs["applied"] is True, f"{proof} did not apply {name}: {obs['evidence']}"
             # ...and afterwards this process and a child started with the variable agree.
             assert obs["child"] is True, obs["evidence"]
 

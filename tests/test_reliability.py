@@ -44,7 +44,7 @@ def wait_for(predicate, timeout: float, what: str):
 def test_sigkill_in_the_middle_of_writing_never_leaves_a_broken_report(tmp_path):
     target = tmp_path / "bootstrap.json"
     rng = random.Random(1234)
-    for attempt in range(8):
+    for _ in range(8):
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE, text=True)
         assert proc.stdout.readline().strip() == "writing"
         time.sleep(rng.uniform(0.0, 0.3))  # a random point in the write loop: the thing under test
@@ -62,7 +62,7 @@ def test_sigkill_of_a_real_job_leaves_parseable_records(tmp_path):
         proc = subprocess.Popen([sys.executable, str(STUB), "train.steps=100000", "train.log_every=1",
                                  f"hydra.run.dir={out}"], cwd=tmp_path, env=clean_env(),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: (out / "bootstrap.json").exists(), 60, "the report")
+        wait_for(lambda out=out: (out / "bootstrap.json").exists(), 60, "the report")
         time.sleep(rng.uniform(0.0, 1.0))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -165,7 +165,8 @@ def test_a_200_job_one_process_sweep_leaks_nothing(tmp_path):
     assert (last["threads"], last["python_threads"]) <= (first["threads"], first["python_threads"]), (first, last)
     for num in range(200):
         report = json.loads((tmp_path / "ours" / str(num) / "bootstrap.json").read_text())
-        assert report["job"]["status"] == "completed" and report["overrides"] == [f"+seed_sweep={num}", "+env=cpu_debug"]
+        assert report["job"]["status"] == "completed"
+        assert report["overrides"] == [f"+seed_sweep={num}", "+env=cpu_debug"]
         assert ours[num]["num_threads"] == report["threads"]["intra_op"]
     assert len((tmp_path / "ours" / "sweep_summary.csv").read_text().splitlines()) == 201
 

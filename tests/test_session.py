@@ -54,7 +54,7 @@ def test_restores_after_an_exception_and_records_failure(clean_environ, tmp_path
     with pytest.raises(ZeroDivisionError):
         with bootstrap.initialize(PRESET, output_dir=tmp_path):
             os.environ["SET_BY_TASK"] = "1"
-            1 / 0
+            raise ZeroDivisionError("the task failed")
     assert dict(os.environ) == env_before
     assert torch_settings() == torch_before
     job = json.loads((tmp_path / "bootstrap.json").read_text())["job"]

@@ -6,10 +6,10 @@ from bootstrap.schema import Requires
 from bootstrap.versions import Found, check, mismatch_message
 
 CPU_BOX = Found(python="3.11.7", torch="2.13.0+cpu", cuda=None, nccl=None, cudnn=None, compute_capability=None, gpus=0)
-H100_BOX = Found(python="3.11.7", torch="2.13.0+cu128", cuda="12.8", nccl="2.27.3", cudnn="91002", compute_capability="9.0",
-                 gpus=8, gpu_names=("NVIDIA H100 80GB HBM3",) * 8)
-A100_BOX = Found(python="3.10.12", torch="2.13.0+cu126", cuda="12.6", nccl="2.26.2", cudnn="90100", compute_capability="8.0",
-                 gpus=4)
+H100_BOX = Found(python="3.11.7", torch="2.13.0+cu128", cuda="12.8", nccl="2.27.3", cudnn="91002",
+                 compute_capability="9.0", gpus=8, gpu_names=("NVIDIA H100 80GB HBM3",) * 8)
+A100_BOX = Found(python="3.10.12", torch="2.13.0+cu126", cuda="12.6", nccl="2.26.2", cudnn="90100",
+                 compute_capability="8.0", gpus=4)
 
 
 def by_name(checks):

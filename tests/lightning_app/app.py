@@ -16,9 +16,8 @@ from typing import Any, Dict, Union
 
 import hydra
 import lightning as L
-from omegaconf import DictConfig, OmegaConf
-
 from model import Regressor, TeacherDataModule
+from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger(__name__)
 
