@@ -15,6 +15,7 @@ thread, and an atexit hook closes the session if nothing else did; Ctrl-C
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import threading
@@ -25,26 +26,45 @@ from bootstrap.report import Teardown
 from bootstrap.runtime import TorchState
 
 
-class InterruptGuard:
-    """Calls ``close`` at exit unless removed first; turns SIGTERM into SystemExit meanwhile.
+class _SigtermHold:
+    """Process-wide: while any session closes, a SIGTERM waits instead of raising half-way.
 
-    While the session closes (:meth:`closing`), a SIGTERM is held instead: raising in the
-    middle of the close would leave half of it undone. :meth:`held` says which signal came."""
+    Process-wide because only the outermost session's guard installs the handler: a nested
+    session closes under it."""
+
+    def __init__(self):
+        self.depth = 0  # sessions closing now
+        self.held: Optional[int] = None  # the signal that came meanwhile
+
+    @contextlib.contextmanager
+    def __call__(self):
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        if self.depth == 0 and self.held is not None:  # the last close is done: end as the signal asked
+            signum, self.held = self.held, None
+            raise SystemExit(128 + signum)
+
+
+sigterm_held = _SigtermHold()  # ``with sigterm_held():`` around a close
+
+
+class InterruptGuard:
+    """Calls ``close`` at exit unless removed first; turns SIGTERM into SystemExit meanwhile,
+    except while a session closes (see :data:`sigterm_held`)."""
 
     def __init__(self, close: Callable[[], None]):
         self._close = close
         self._previous_sigterm: Optional[object] = None
-        self._closing = False
-        self.held: Optional[int] = None
 
-    def _exit_on_sigterm(self, signum, frame) -> None:
-        if self._closing:
-            self.held = signum
+    @staticmethod
+    def _exit_on_sigterm(signum, frame) -> None:
+        if sigterm_held.depth:
+            sigterm_held.held = signum
             return
         raise SystemExit(128 + signum)  # unwinds the task; the atexit hook then closes the session
-
-    def closing(self) -> None:
-        self._closing = True
 
     def install(self) -> None:
         atexit.register(self._close)

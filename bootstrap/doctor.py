@@ -172,14 +172,6 @@ def format_text(report: dict) -> str:
     return "\n".join(lines)
 
 
-def run_dir_findings(run_dir: Path) -> dict:
-    """What the flight-recorder dumps in ``run_dir`` show, in the report's ``distributed.hang`` shape."""
-    from bootstrap import hang
-
-    diagnosis, paths = hang.diagnose_dir(run_dir)
-    return {"dump_dir": str(run_dir), "dumps": [p.name for p in paths.values()], **diagnosis.as_dict()}
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -192,7 +184,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"bootstrap doctor: {type(error).__name__}: {masked_text(first, args.overrides)}", file=sys.stderr)
         return 2
     if args.run_dir is not None:
-        report["distributed"]["hang"] = run_dir_findings(args.run_dir)
+        from bootstrap import hang  # only here: the dumps' reader is not needed for the rest
+
+        report["distributed"]["hang"] = hang.findings(args.run_dir)
     try:
         print(json.dumps(report, indent=2) if args.json else format_text(report), flush=True)
     except BrokenPipeError:  # `bootstrap doctor | head`: the reader has gone, which is not an error here

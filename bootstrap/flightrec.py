@@ -105,21 +105,27 @@ class JobRecorder:
 
     def __init__(self, dump_dir: Path, rank: int, world_size: int, since_ns: int):
         self.dump_dir, self.rank, self.world_size, self.since_ns = dump_dir, rank, world_size, since_ns
+        self._ending = False  # this rank is collecting for its own failure
 
     def dump(self, reason: str) -> Optional[Path]:
         return dump(self.dump_dir, self.rank, self.world_size, reason, self.since_ns)
 
+    def dump_for_peer(self) -> Optional[Path]:
+        """A peer failed and asked (through the store). Not while this rank collects for its own end:
+        its own request reaches its own watcher too, and would overwrite the dump's reason."""
+        return None if self._ending else self.dump("asked by a peer that failed")
+
     def collect(self, reason: str) -> Optional[dict]:
         """On a job's failed or interrupted end: this rank's dump, every other rank's (asked for through
         the store, waited for up to PEERS_S), and what they show, as the report's ``distributed.hang``."""
+        self._ending = True
         mine = self.dump(reason)
         if self.world_size > 1:
             request_dumps(self.rank)
             wait_for_dumps(self.dump_dir, self.world_size, self.since_ns / 1e9)  # any dump of this job counts
-        diagnosis, paths = hang.diagnose_dir(self.dump_dir)
-        if mine is None and not paths:
+        found = hang.findings(self.dump_dir)
+        if mine is None and not found["dumps"]:
             return None
-        found = {"dump_dir": str(self.dump_dir), "dumps": [p.name for p in paths.values()], **diagnosis.as_dict()}
         if found["finding"]:
             log.error("flight recorder: %s (python -m bootstrap hang %s)", found["finding"], self.dump_dir)
         return found
@@ -132,8 +138,8 @@ class Watcher:
     :data:`GRACE_S` after a signal (it is blocked in a collective); it must end the process.
     """
 
-    def __init__(self, write_dump: Callable[[str], None], on_stuck: Callable[[int], None]):
-        self._write_dump = write_dump
+    def __init__(self, recorder: JobRecorder, on_stuck: Callable[[int], None]):
+        self._recorder = recorder
         self._on_stuck = on_stuck
         self._stopped = threading.Event()
         self._main_alive = threading.Event()  # the signal's Python handler ran: the main thread is not stuck
@@ -200,10 +206,10 @@ class Watcher:
                 return
             if not requested and self._request() not in (None, before):
                 requested = True
-                self._safely(lambda: self._write_dump("asked by a peer that failed"))
+                self._safely(self._recorder.dump_for_peer)
 
     def _signalled(self, signum: int) -> None:
-        self._safely(lambda: self._write_dump(f"signal {signal.Signals(signum).name}"))
+        self._safely(lambda: self._recorder.dump(f"signal {signal.Signals(signum).name}"))
         # Only SIGTERM is ended from here: a SIGINT (Ctrl-C) the task may catch, and go on (Lightning does).
         if signum == signal.SIGTERM and not self._main_alive.wait(GRACE_S):  # its handler never ran: stuck in C++
             self._on_stuck(signum)
@@ -218,7 +224,7 @@ class Watcher:
             return None
 
     @staticmethod
-    def _safely(action: Callable[[], None]) -> None:
+    def _safely(action: Callable[[], object]) -> None:
         try:
             action()
         except Exception:  # noqa: BLE001 - a dump is a courtesy; the watcher must go on

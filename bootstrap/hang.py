@@ -197,6 +197,12 @@ def diagnose_dir(run_dir: Path) -> Tuple[Diagnosis, Dict[int, Path]]:
     return diagnose(dumps), paths
 
 
+def findings(run_dir: Path) -> dict:
+    """What the dumps in ``run_dir`` show, as the report's ``distributed.hang`` (``dumps``: their names)."""
+    diagnosis, paths = diagnose_dir(run_dir)
+    return {"dump_dir": str(run_dir), "dumps": [p.name for p in paths.values()], **diagnosis.as_dict()}
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="bootstrap hang", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="the job's output directory, which holds the ranks' dumps")

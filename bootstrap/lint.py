@@ -161,6 +161,8 @@ def _value_problem(var, value: str) -> Optional[str]:
         return f"is not a value {var.library or 'its reader'} accepts; use one of {', '.join(var.values)}."
     if var.kind == "int" and not re.fullmatch(r"-?\d+", text):
         return "is not an integer, which is all its reader accepts."
+    if var.kind == "count" and not text.isdigit():  # the plan refuses these too (plan._check_buffer_sizes)
+        return "is not a count (a whole number, 0 or more), which is all its reader accepts."
     return None
 
 

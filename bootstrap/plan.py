@@ -17,7 +17,7 @@ from typing import Any, Collection, Dict, Mapping, Optional, Tuple
 from bootstrap import environ, mesh, seeding
 from bootstrap.errors import ConfigError
 from bootstrap.hang import DUMP_PREFIX
-from bootstrap.launcher import Launch, Launcher
+from bootstrap.launcher import Launch
 from bootstrap.readers import ProcessState
 from bootstrap.schema import AUTO, DistributedInit, EnvConfig, SeedOffset, TorchSettings
 
@@ -43,8 +43,9 @@ class Plan:
     torch: TorchSettings  # numerics, applied through torch's API
     device_type: str  # the preset's device: cpu | cuda
     backend: str  # the preset's backend, used when the device is a GPU
-    flight_recorder: bool  # record collectives, and dump them on a failure or SIGTERM (bootstrap.flightrec)
-    dump_dir: Optional[str]  # where this rank's flight-recorder dump goes; None: nowhere
+    # where this rank's flight-recorder dump goes on a failure or SIGTERM (bootstrap.flightrec); None: the
+    # recorder is off, or there is no process group to record
+    dump_dir: Optional[str]
     seed: Optional[int]  # env.seed; None: the app seeds itself
     global_seed: Optional[int]  # what random, numpy and torch get on this rank: seed + 100 * pp_rank
     data_seed: Optional[int]  # bootstrap.current().data_seed
@@ -83,12 +84,16 @@ def make_plan(
     cpus: int,
     machine_cpus: int,
     launch: Launch,
+    launcher_cpus: Optional[int] = None,
+    cpus_are_own: bool = False,
     output_dir: Optional[str] = None,
 ) -> Plan:
     """The plan for ``preset`` in this process. Raises ConfigError naming ``key.<field>`` on bad input.
 
     ``environ_now`` includes Hydra's ``env_set`` values, as it does when a job starts;
     ``explicit_vars`` names the variables given as ``env.vars.NAME=...`` on the command line.
+    ``cpus``: the CPUs this process may run on; ``launcher_cpus``: its launcher's (None: the same),
+    ``cpus_are_own``: given to this worker alone (see :func:`ranks_sharing_cpus`).
     """
     dist = preset.distributed
     # A framework that starts its own ranks (Lightning) makes the group itself, later.
@@ -98,8 +103,9 @@ def make_plan(
     shape = mesh.resolve_mesh(dist.mesh, launch.world_size, key) \
         if create_group or launch.world_size > 1 else {}
     requested_vars = {n: environ.normalize(n, v, key) for n, v in preset.vars.items()}
+    sharing = ranks_sharing_cpus(launch, cpus, launcher_cpus or cpus, cpus_are_own)
     threads = _threads(preset, key, environ_now, requested_vars.get("OMP_NUM_THREADS")
-                       if "OMP_NUM_THREADS" in explicit_vars else None, cpus, machine_cpus, launch)
+                       if "OMP_NUM_THREADS" in explicit_vars else None, cpus, sharing, machine_cpus, launch)
     recorder = dist.flight_recorder
     distributed = create_group or launch.world_size > 1
     dump_dir = (recorder.dump_dir or output_dir) if recorder.enabled and distributed else None
@@ -114,7 +120,7 @@ def make_plan(
     return Plan(
         launch=launch, create_group=create_group, mesh=shape, threads=threads, vars=tuple(decisions),
         torch=preset.torch, device_type=preset.device.value, backend=dist.backend.value,
-        flight_recorder=recorder.enabled and distributed, dump_dir=dump_dir, seed=preset.seed, global_seed=global_seed,
+        dump_dir=dump_dir, seed=preset.seed, global_seed=global_seed,
         data_seed=seeding.data_seed(preset.seed, launch.rank, preset.seed_offset is SeedOffset.rank),
     )
 
@@ -140,24 +146,27 @@ def check_thread_count(count: int, where: str, machine_cpus: int) -> int:
     return count
 
 
-def ranks_sharing_cpus(launch: Launch, cpus: int, machine_cpus: int) -> int:
-    """How many ranks share the ``cpus`` this process may run on."""
-    if launch.launcher is Launcher.ray:
-        return 1  # the session passes the CPUs Ray gave this worker: its own
-    if launch.launcher is Launcher.mpi and cpus < machine_cpus:
-        return 1  # mpirun binds each rank to cores of its own by default (--bind-to none does not)
-    return launch.local_world_size
+def ranks_sharing_cpus(launch: Launch, cpus: int, launcher_cpus: int, cpus_are_own: bool = False) -> int:
+    """How many of this node's ranks share the ``cpus`` this process may run on.
+
+    ``launcher_cpus``: the CPUs of the process that started this one. A launcher that binds its
+    ranks (mpirun does by default) gives each a part of them, a core or a socket each; the node's
+    ranks are taken to be spread evenly over them.
+    ``cpus_are_own``: the engine said these CPUs are this worker's alone (Ray's assigned CPUs)."""
+    local = max(1, launch.local_world_size)
+    if cpus_are_own:
+        return 1
+    return min(local, math.ceil(local * cpus / max(cpus, launcher_cpus, 1)))
 
 
 def _threads(preset: EnvConfig, key: str, environ_now: Mapping[str, str], command_line_omp: Optional[str],
-             cpus: int, machine_cpus: int, launch: Launch) -> ThreadPlan:
+             cpus: int, sharing: int, machine_cpus: int, launch: Launch) -> ThreadPlan:
     if command_line_omp is not None:
         user_omp: Optional[str] = command_line_omp
     elif "OMP_NUM_THREADS" in environ.inherited_names(environ_now):
         user_omp = None  # a parent's bootstrap chose it for a different number of ranks
     else:
         user_omp = environ_now.get("OMP_NUM_THREADS")
-    sharing = ranks_sharing_cpus(launch, cpus, machine_cpus)
     intra = check_thread_count(resolve_threads(preset.threads.intra_op, cpus, sharing, user_omp),
                                f"{key}.threads.intra_op", machine_cpus)
     inter = check_thread_count(resolve_threads(preset.threads.inter_op, cpus, sharing),
@@ -169,7 +178,8 @@ def _threads(preset: EnvConfig, key: str, environ_now: Mapping[str, str], comman
     return ThreadPlan(intra, inter, exported)
 
 
-FR_SIZE_VARS = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")  # the second: the old name, still read
+# the second: the old name, still read. bootstrap.variables gives both kind="count", which the lint checks.
+FR_SIZE_VARS = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 
 
 def _check_buffer_sizes(decisions, key: str) -> None:

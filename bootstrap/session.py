@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
 from bootstrap import active, environ, launcher, overrides, readers, report, runtime, schema, seeding, versions
-from bootstrap.changes import ProcessChanges
+from bootstrap.changes import ProcessChanges, sigterm_held
 from bootstrap.errors import ConfigError, LintError, MismatchError
 from bootstrap.plan import Plan, make_plan
 from bootstrap.report import Applied, GroupState, JobInfo, JobStatus
@@ -107,18 +107,21 @@ class Session:
         from bootstrap.distributed import worker_cpus
 
         launch = self.launch or self.detect_launch()
+        own_cpus = worker_cpus(launch)
         self.plan = make_plan(self.preset, key=self.key, environ_now=environ_now, env_set=self.env_set,
                               explicit_vars=self.explicit_vars, state=readers.current_state(),
-                              cpus=worker_cpus(launch) or versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
+                              cpus=own_cpus or versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
+                              launcher_cpus=versions.launcher_cpus(), cpus_are_own=own_cpus is not None,
                               launch=launch, output_dir=str(self.output_dir) if self.output_dir else None)
         self.data_seed = self.plan.data_seed
         return self.plan
 
-    def _device(self, plan: Plan, found: versions.Found, warnings: List[str]) -> str:
+    def _device(self, plan: Plan, found: versions.Found) -> Optional[str]:
+        """Resolve ``self.device``; returns the warning when CUDA was asked for and is absent."""
         self.device = plan.device(cuda_visible=found.gpus > 0)
         if plan.device_type == "cuda" and self.device == "cpu":  # only with on_mismatch=warn
-            warnings.append(f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu")
-        return self.device
+            return f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu"
+        return None
 
     def _job(self) -> JobInfo:
         return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved)
@@ -136,8 +139,9 @@ class Session:
         plan = self._make_plan({**os.environ, **{k: str(v) for k, v in self.env_set.items()}}, warnings)
         found = versions.detect()
         checks = versions.check(self.preset.requires, found, plan.device_type)
-        device = self._device(plan, found, warnings)
-        return report.build(self._job(), plan, device, found, checks, None, warnings,
+        no_gpu = self._device(plan, found)
+        warnings += [no_gpu] if no_gpu else []
+        return report.build(self._job(), plan, self.device, found, checks, None, warnings,
                             time.perf_counter() - started, JobStatus.PREVIEW, self._lint(found))
 
     # -- applying ----------------------------------------------------------------------------
@@ -177,9 +181,8 @@ class Session:
                     self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, message)
                     raise MismatchError(message)
                 _warn(warnings, message)
-            device = self._device(plan, found, warnings)
-            if device == "cpu" and plan.device_type == "cuda":
-                log.warning("%s", warnings[-1])
+            _warn(warnings, self._device(plan, found))
+            device = self.device
             intra, inter, inter_note = runtime.apply_settings(plan.torch, plan.threads.intra_op, plan.threads.inter_op)
             _warn(warnings, inter_note, once=True)  # the same in every job of a one-process sweep
             backend, group_state = None, GroupState.NONE
@@ -191,11 +194,11 @@ class Session:
                                                         self.preset.distributed.timeout_s, device, plan.mesh,
                                                         plan.create_group)
                 group_state, backend = self._group.state, self._group.backend
-            if plan.flight_recorder and plan.dump_dir:
+            if plan.dump_dir:
                 from bootstrap import flightrec
 
                 self._recorder = flightrec.JobRecorder(Path(plan.dump_dir), self.rank, self.world_size, started_ns)
-                self._changes.watcher = flightrec.Watcher(self._recorder.dump, self._end_stuck)
+                self._changes.watcher = flightrec.Watcher(self._recorder, self._end_stuck)
                 self._changes.watcher.start()
             seeded = seeding.seed_everything(plan.global_seed) if plan.global_seed is not None else []
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
@@ -234,31 +237,35 @@ class Session:
         Sessions applied after this one and still open are closed first (status ``failed``)."""
         if self._changes is None:
             return
-        guard = self._changes.guard
-        guard.closing()  # a SIGTERM now waits until the process is restored (torchrun's, after a peer failed)
-        for session in reversed(active.inside(self)):
-            session.close(JobStatus.FAILED, error="closed because an outer session was closed first")
-        status = JobStatus(status)
-        try:  # a record must never keep the process from being restored
-            self._record_task_effects()
-            first = None
-            if status is JobStatus.FAILED and error is not None and self._group is not None \
-                    and self._group.state is GroupState.CREATED and self.world_size > 1:
-                from bootstrap import distributed
+        with sigterm_held():  # a SIGTERM now waits until the process is restored (torchrun's, after a peer failed)
+            for session in reversed(active.inside(self)):
+                session.close(JobStatus.FAILED, error="closed because an outer session was closed first")
+            status = JobStatus(status)
+            try:  # a record must never keep the process from being restored
+                error = self._record_end(status, error)
+            except Exception as record_error:  # noqa: BLE001 - the store may be gone with a peer: still restore
+                log.warning("could not record the task's effects or the failing rank: %s", record_error)
+            finally:  # also when Ctrl-C comes while the dumps are gathered
+                teardown = self._undo()
+                if self.report:
+                    if teardown is not None:
+                        self.report["distributed"]["teardown"] = teardown.value
+                    self._write(self.report, status, metrics, error)
 
-                first = distributed.claim_first_failure(self.rank, _text(error))  # at once: peers read it
-            finding = self._forensics(status, error)
-            if first is not None:
-                error = distributed.attribute_failure(self.rank, _text(error), first, finding)
-        except Exception as record_error:  # noqa: BLE001 - the store may be gone with a peer: still restore
-            log.warning("could not record the task's effects or the failing rank: %s", record_error)
-        teardown = self._undo()
-        if self.report:
-            if teardown is not None:
-                self.report["distributed"]["teardown"] = teardown.value
-            self._write(self.report, status, metrics, error)
-        if guard.held is not None:  # the SIGTERM held while closing ends the process now, as it asked
-            raise SystemExit(128 + guard.held)
+    def _record_end(self, status: JobStatus, error: Any) -> Any:
+        """What the task changed, and on a failure the dumps and which rank failed first. Returns the
+        error as the report will say it (the failing rank's, when a peer failed first)."""
+        self._record_task_effects()
+        first = None
+        if status is JobStatus.FAILED and error is not None and self._group is not None \
+                and self._group.state is GroupState.CREATED and self.world_size > 1:
+            from bootstrap import distributed
+
+            first = distributed.claim_first_failure(self.rank, _text(error))  # at once: peers read it
+        finding = self._forensics(status, error)
+        if first is not None:
+            error = distributed.attribute_failure(self.rank, _text(error), first, finding)
+        return error
 
     def _forensics(self, status: JobStatus, error: Any) -> Optional[str]:
         """A job that did not complete under a process group: every rank's flight-recorder dump, and
@@ -298,6 +305,7 @@ class Session:
     def _undo(self):
         """Put the process back (see ProcessChanges.undo); returns what became of the group."""
         active.remove(self)
+        self._recorder = None
         changes, self._changes = self._changes, None
         return changes.undo() if changes is not None else None
 

@@ -22,7 +22,7 @@ class V(NamedTuple):
     name: str
     library: str  # who reads it
     values: Tuple[str, ...] = ()  # the values it accepts, where the set is small (compared case-insensitively)
-    kind: str = ""  # "int" where only an integer makes sense
+    kind: str = ""  # "int" where only an integer makes sense; "count" where only one >= 0 does
     renamed_to: Optional[str] = None  # the current name; the old one is still read, with a warning
     renamed_in: Optional[str] = None  # the torch release that renamed it
     obsolete_since: Optional[str] = None  # read, but it changes nothing since this release
@@ -95,7 +95,7 @@ TORCH_NCCL = (
     V('TORCH_NCCL_NONBLOCKING_TIMEOUT', 'torch.distributed NCCLUtils (libtorch_cuda)', kind='int', hardware=('nvidia_gpu', 'multi_gpu')),
     V('TORCH_NCCL_ABORT_IN_DESTROY_PG', 'torch.distributed ProcessGroupNCCL (libtorch_cuda)', values=BOOL, removed_in='2.4', replaced_by='default behaviour', hardware=('nvidia_gpu', 'multi_gpu')),
     V('TORCH_NCCL_DEBUG_INFO_PIPE_FILE', 'torch.distributed ProcessGroupNCCL (libtorch_cuda)', hardware=('nvidia_gpu', 'multi_gpu')),
-    V('TORCH_NCCL_TRACE_BUFFER_SIZE', 'torch.distributed FlightRecorder (libtorch_cpu); also torch.distributed ProcessGroupNCCL (libtorch_cuda)', kind='int', renamed_to='TORCH_FR_BUFFER_SIZE', renamed_in='2.8'),
+    V('TORCH_NCCL_TRACE_BUFFER_SIZE', 'torch.distributed FlightRecorder (libtorch_cpu); also torch.distributed ProcessGroupNCCL (libtorch_cuda)', kind='count', renamed_to='TORCH_FR_BUFFER_SIZE', renamed_in='2.8'),
     V('TORCH_NCCL_TRACE_CPP_STACK', 'torch.distributed FlightRecorder (libtorch_cpu)', values=BOOL, renamed_to='TORCH_FR_CPP_STACK'),
     V('TORCH_NCCL_DEBUG_INFO_TEMP_FILE', 'torch.distributed FlightRecorder (libtorch_cpu)', renamed_to='TORCH_FR_DUMP_TEMP_FILE'),
 )
@@ -116,7 +116,7 @@ TORCH_LEGACY_NCCL_PREFIX = (
 # source: torch 2.13 FlightRecorder.hpp (shipped header) and libtorch_cpu.so strings; pytorch PR #152563 (TORCH_FR_* names)
 # torch's flight recorder
 TORCH_FR = (
-    V('TORCH_FR_BUFFER_SIZE', 'torch.distributed FlightRecorder (libtorch_cpu)', kind='int'),
+    V('TORCH_FR_BUFFER_SIZE', 'torch.distributed FlightRecorder (libtorch_cpu)', kind='count'),
     V('TORCH_FR_CPP_STACK', 'torch.distributed FlightRecorder (libtorch_cpu)', values=BOOL),
     V('TORCH_FR_DUMP_TEMP_FILE', 'torch.distributed FlightRecorder (libtorch_cpu)'),
     V('TORCH_FR_DUMP_DYNAMIC_FILE_NAME', 'torch.distributed FlightRecorder (libtorch_cpu)', values=BOOL),

@@ -80,6 +80,15 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def launcher_cpus() -> Optional[int]:
+    """CPUs the process that started this one may run on (None: unknown). Fewer usable here means
+    the launcher bound this process to a part of them (see ``plan.ranks_sharing_cpus``)."""
+    try:
+        return len(os.sched_getaffinity(os.getppid()))
+    except (AttributeError, OSError):  # macOS, Windows; a parent that is gone or not ours to read
+        return None
+
+
 def cpu_affinity() -> str:
     """The CPUs this process may run on, as ranges: ``0-3,8``."""
     try:

@@ -97,6 +97,16 @@ def test_mpirun_starts_two_ranks_that_train_as_one_world(tmp_path):
     assert_trained_together(runs)
 
 
+
+def test_ranks_that_mpirun_does_not_bind_share_the_cpus(tmp_path):
+    # --bind-to none: both ranks may run on every CPU, so each gets its share, not all of them.
+    ((code, out, err),) = run_all([[MPIRUN, "--allow-run-as-root", "--stdin", "none", "--bind-to", "none", "-np", "2",
+                                    sys.executable, str(STUB), "train.steps=0"]], tmp_path, [clean_env()])
+    assert code == 0, out[-3000:] + err[-3000:]
+    for report in reports(one_run_dir(tmp_path / "outputs"), 2):
+        usable = report["found"]["cpus_usable"]
+        assert report["threads"]["intra_op"] == max(1, usable // 2), (usable, report["threads"])
+
 # -- Kubernetes: a Kubeflow PyTorchJob of two pods ---------------------------------------------
 def test_a_two_pod_pytorchjob_rehearsed_forms_one_world(tmp_path):
     port, run_dir = str(free_port()), tmp_path / "run"

@@ -84,6 +84,8 @@ def test_a_rank_that_never_enters_a_collective_is_named(tmp_path):
     code, output, took = finish(start(run_dir, f"env.distributed.timeout_s={TIMEOUT_S}"))
     assert code != 0 and took < DEADLINE
     assert_dumps_and_diagnosis(run_dir, SKIPPED)
+    # Rank 0 failed first and asked for every dump: its own request does not make it re-dump as if asked.
+    assert hang.load(run_dir / f"{hang.DUMP_PREFIX}0")["bootstrap"]["reason"].startswith("job failed")
     first, second = reports(run_dir)
     assert first["job"]["status"] == "failed" and SKIPPED in first["job"]["error"]
     root_cause = output.split("Root Cause")[1]  # torchrun's summary names the rank and what the dumps show

@@ -182,3 +182,60 @@ def test_a_group_and_mesh_made_off_the_main_thread_serve_the_main_thread(tmp_pat
     for rank, (p, (stdout, stderr)) in enumerate(zip(procs, results, strict=True)):
         assert p.returncode == 0, stderr
         assert stdout.splitlines() == [f"created 2 3.0 30.0 {rank}", "initialized after teardown: False"]
+
+
+# A signal that arrives in the middle of a session's close. sys.setprofile sends it, for real, when
+# the close reaches the given step. STATE is what the process looks like then: right after the close
+# (a notebook that caught Ctrl-C goes on in this process), or at exit.
+SIGNAL_DURING_CLOSE = """
+import atexit, json, os, signal, sys
+import torch
+import bootstrap
+from bootstrap.changes import sigterm_held
+
+before = (os.environ.get("BOOTSTRAP_TEST_VAR"), torch.get_num_threads())
+def state(when):
+    print(when + " " + json.dumps({
+        "restored": (os.environ.get("BOOTSTRAP_TEST_VAR"), torch.get_num_threads()) == before,
+        "sigterm_default": signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, "still_held": sigterm_held.depth}),
+        flush=True)
+atexit.register(state, "EXIT")  # registered first: runs after every session's own exit hook
+signum, nested = getattr(signal, sys.argv[1]), sys.argv[2] == "nested"
+outer = bootstrap.initialize({"vars": {"BOOTSTRAP_TEST_VAR": "outer"}, "threads": {"intra_op": 1}},
+                             output_dir=sys.argv[3] + "/outer").apply()
+inner = bootstrap.initialize({"vars": {"BOOTSTRAP_TEST_VAR": "inner"}}, output_dir=sys.argv[3] + "/inner").apply() \\
+    if nested else None
+target = inner or outer
+
+def send_at_close(frame, event, arg):
+    if event == "call" and frame.f_code.co_name == "_record_task_effects" and frame.f_locals.get("self") is target:
+        sys.setprofile(None)
+        os.kill(os.getpid(), signum)
+
+sys.setprofile(send_at_close)
+try:
+    target.close()  # the task's own inner session, or the job's
+except KeyboardInterrupt:
+    state("CAUGHT")
+    sys.exit(0)
+print("AFTER CLOSE", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig, nested", [("SIGTERM", "nested"), ("SIGTERM", "single"), ("SIGINT", "single")])
+def test_a_signal_during_close_still_leaves_the_process_restored_and_the_job_recorded(tmp_path, sig, nested):
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_DURING_CLOSE, sig, nested, str(tmp_path)], cwd=tmp_path,
+                          env=clean_env(), capture_output=True, text=True, timeout=120)
+    states = {line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in proc.stdout.splitlines()
+              if line.startswith(("CAUGHT ", "EXIT "))}
+    restored = {"restored": True, "sigterm_default": True, "still_held": 0}
+    status = {name: json.loads((tmp_path / name / "bootstrap.json").read_text())["job"]["status"]
+              for name in ("outer", "inner") if (tmp_path / name).exists()}
+    assert "AFTER CLOSE" not in proc.stdout, proc.stdout
+    if sig == "SIGINT":  # Ctrl-C: the close still finished first, and nothing is left held
+        assert (proc.returncode, states["CAUGHT"], status) == (0, restored, {"outer": "completed"}), proc.stderr
+    elif nested == "nested":  # SIGTERM, held through the inner session's whole close, then ends the process
+        assert (proc.returncode, status) == (143, {"outer": "interrupted", "inner": "completed"}), proc.stderr
+    else:
+        assert (proc.returncode, status) == (143, {"outer": "completed"}), proc.stderr
+    assert states["EXIT"] == restored

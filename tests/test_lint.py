@@ -73,7 +73,9 @@ def test_aliases_and_obsolete_settings():
     ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "7", "3", "TORCH_NCCL_ASYNC_ERROR_HANDLING=7 is not a value"),
     ("TORCH_DISTRIBUTED_DEBUG", "LOUD", "detail", "use one of OFF, INFO, DETAIL"),  # compared case-insensitively
     ("TORCH_NCCL_BLOCKING_WAIT", "maybe", "true", "TORCH_NCCL_BLOCKING_WAIT=maybe is not a value"),
-    ("TORCH_FR_BUFFER_SIZE", "lots", "2000", "is not an integer"),
+    ("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "soon", "-1", "is not an integer"),
+    ("TORCH_FR_BUFFER_SIZE", "lots", "2000", "is not a count"),
+    ("TORCH_FR_BUFFER_SIZE", "-5", "0", "is not a count"),  # as the plan refuses it: torch would keep everything
 ])
 def test_invalid_values(name, bad, good, fragment):
     (finding,) = lint.check({name: bad}, HOPPER)

@@ -15,9 +15,11 @@ SINGLE = Launch(Launcher.single)
 TWO_RANKS = Launch(Launcher.torchrun, rank=1, local_rank=1, world_size=2, local_world_size=2)
 
 
-def plan(preset=None, *, environ=None, env_set=None, explicit=(), cpus=8, machine_cpus=None, launch=SINGLE):
+def plan(preset=None, *, environ=None, env_set=None, explicit=(), cpus=8, machine_cpus=None, launch=SINGLE,
+         launcher_cpus=None, cpus_are_own=False):
     return make_plan(load(preset or {}), key="env", environ_now=environ or {}, env_set=env_set or {},
-                     explicit_vars=explicit, state=FRESH, cpus=cpus, machine_cpus=machine_cpus or cpus, launch=launch)
+                     explicit_vars=explicit, state=FRESH, cpus=cpus, machine_cpus=machine_cpus or cpus, launch=launch,
+                     launcher_cpus=launcher_cpus, cpus_are_own=cpus_are_own)
 
 
 # -- resolve_threads / check_thread_count ------------------------------------------------------
@@ -105,11 +107,21 @@ def test_determinism_adds_the_cublas_workspace_and_a_preset_value_wins_over_a_de
 
 
 def test_cpus_are_shared_by_the_ranks_on_a_node_unless_each_rank_has_its_own():
-    def ranks(launcher):
-        return Launch(launcher, rank=1, local_rank=1, world_size=2, local_world_size=2, master_addr="127.0.0.1")
+    def ranks(launcher, n=2):
+        return Launch(launcher, rank=1, local_rank=1, world_size=n, local_world_size=n, master_addr="127.0.0.1")
 
-    # 8 of 16 CPUs usable: under torchrun both ranks see the same 8; mpirun bound this rank to its 8.
-    assert plan(cpus=8, machine_cpus=16, launch=ranks(Launcher.torchrun)).threads.intra_op == 4
-    assert plan(cpus=8, machine_cpus=16, launch=ranks(Launcher.mpi)).threads.intra_op == 8
-    assert plan(cpus=16, machine_cpus=16, launch=ranks(Launcher.mpi)).threads.intra_op == 8  # --bind-to none
-    assert plan(cpus=3, machine_cpus=16, launch=ranks(Launcher.ray)).threads.intra_op == 3  # what Ray assigned
+    def intra(launcher, cpus, launcher_cpus, n=2, **kw):
+        return plan(cpus=cpus, machine_cpus=64, launch=ranks(launcher, n), launcher_cpus=launcher_cpus,
+                    **kw).threads.intra_op
+
+    assert intra(Launcher.torchrun, 8, 8) == 4  # torchrun under taskset: both ranks see the agent's 8
+    assert intra(Launcher.mpi, 8, 16) == 8  # mpirun bound this rank to 8 of its 16: they are its own
+    assert intra(Launcher.mpi, 16, 16) == 8  # --bind-to none: shared
+    assert intra(Launcher.mpi, 16, 16, n=4) == 4  # ... by 4 ranks
+    assert intra(Launcher.mpi, 16, 32, n=4) == 8  # 4 ranks bound to 2 sockets of 16: 2 ranks per socket
+    assert intra(Launcher.slurm, 4, 16, n=4) == 4  # srun --cpu-bind=cores: 4 cores each
+    assert intra(Launcher.mpi, 1, 2, n=3) == 1  # more ranks than CPUs: never 0
+    assert intra(Launcher.torchrun, 8, 4) == 4  # a rank that widened its own affinity: still shared by 2
+    assert plan(cpus=8, launch=ranks(Launcher.torchrun)).threads.intra_op == 4  # the launcher unknown: shared
+    assert intra(Launcher.ray, 3, 64, cpus_are_own=True) == 3  # what Ray assigned this worker
+    assert intra(Launcher.ray, 64, 64) == 32  # Ray said nothing: the node's CPUs are shared
