@@ -25,7 +25,7 @@ from bootstrap import launcher, rundir
 from bootstrap.environ import EnvironSnapshot
 from bootstrap.errors import BootstrapError
 from bootstrap.jobconfig import session_args, typed_overrides
-from bootstrap.masking import masked_line, masked_text
+from bootstrap.masking import masked_line, masked_override, masked_text
 from bootstrap.report import JobStatus
 from bootstrap.session import Session
 
@@ -155,6 +155,8 @@ class BootstrapCallback(Callback):
         if job_return.status == HydraJobStatus.COMPLETED:
             session.close(JobStatus.COMPLETED, metrics=job_return.return_value)
         else:
+            # Hydra then prints "Error executing job with overrides: [...]" from this JobReturn, as typed.
+            job_return.overrides = [masked_override(o) for o in job_return.overrides or ()]
             # JobReturn.return_value re-raises the task's exception; _return_value holds it.
             session.close(JobStatus.FAILED, error=getattr(job_return, "_return_value", None))
 

@@ -139,6 +139,14 @@ def test_hydras_multirun_log_lines_are_masked(tmp_path):
     assert "#0 : " in proc.stdout + proc.stderr and "+env.vars.MY_API_KEY=***" in proc.stdout + proc.stderr
 
 
+
+def test_hydras_message_for_a_failed_task_is_masked(tmp_path):
+    proc = run([str(STUB), f"hydra.run.dir={tmp_path}", "train.batch_size=-1", f"+env.vars.MY_API_KEY=k_{TOKEN}"])
+    assert proc.returncode != 0
+    assert "Error executing job with overrides:" in proc.stderr and "+env.vars.MY_API_KEY=***" in proc.stderr
+    assert TOKEN not in proc.stdout + proc.stderr
+    assert json.loads((tmp_path / "bootstrap.json").read_text())["job"]["status"] == "failed"
+
 # -- 3. sessions nest as a stack, or refuse clearly -------------------------------------------
 @pytest.fixture
 def clean_environ(monkeypatch):
