@@ -1,6 +1,7 @@
 """Shared helpers: run the real train_stub.py in a subprocess and read what it wrote."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -44,6 +45,16 @@ def clean_env(**extra: str) -> dict:
     env.update(extra)
     return env
 
+
+
+def trained_as_one(reports: list) -> bool:
+    """Whether the ranks ended with the same model: their final losses on one shared batch agree.
+
+    To float rounding only: each rank evaluates on its own threads (MKL may use fewer of them
+    on a busy machine), so the last bits can differ. Ranks that did not all-reduce their
+    gradients trained on different data and differ by far more."""
+    losses = [r["job"]["metrics"]["final_loss"] for r in reports]
+    return all(math.isclose(loss, losses[0], rel_tol=1e-6) for loss in losses)
 
 @pytest.fixture
 def run_stub(tmp_path):
