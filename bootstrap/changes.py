@@ -43,9 +43,9 @@ class _SigtermHold:
             yield
         finally:
             self.depth -= 1
-        if self.depth == 0 and self.held is not None:  # the last close is done: end as the signal asked
-            signum, self.held = self.held, None
-            raise SystemExit(128 + signum)
+            if self.depth == 0 and self.held is not None:  # the last close is done: end as the signal asked,
+                signum, self.held = self.held, None  # also over an error (Ctrl-C) that ended the close
+                raise SystemExit(128 + signum)
 
 
 sigterm_held = _SigtermHold()  # ``with sigterm_held():`` around a close
