@@ -12,13 +12,18 @@ the training loop, top to bottom.
 
 import logging
 import time
+import warnings
 
-import hydra
-import torch
-import torch.distributed as dist
-from omegaconf import DictConfig
+# torch's CPU wheel does not depend on numpy, and `import torch` warns when it is absent
+# ("Failed to initialize NumPy"). This loop never uses numpy: the warning is noise here.
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
 
-import bootstrap  # also registers the preset schema with Hydra's ConfigStore
+import hydra  # noqa: E402 - after the filter above
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+import bootstrap  # noqa: E402 - also registers the preset schema with Hydra's ConfigStore
 
 log = logging.getLogger(__name__)
 

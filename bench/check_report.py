@@ -2,40 +2,43 @@
 
     python bench/check_report.py REPORT --device cuda [--backend nccl] [--group] [--tf32] [--trained]
 
-Exits 1 naming the first field that is not as expected; prints the fields it read.
+Exits 1 naming the first field that is not as expected (or why the report cannot be read); prints the
+fields it read. The report is read as the typed bootstrap.records.Report.
 """
 
-import argparse
-import json
 import sys
 
+from bootstrap import outbound
+from bootstrap.inbound import Unreadable
+from bootstrap.records import Report, read_report
 
-def problems(report: dict, device: str, backend, group: bool, tf32: bool, trained: bool) -> list:
+
+def problems(report: Report, device: str, backend, group: bool, tf32: bool, trained: bool) -> list:
     found = []
-    failed = [c["name"] for c in report["checks"] if not c["ok"]]
+    failed = [c.name for c in report.checks if not c.ok]
     if failed:
         found.append(f"checks failed: {failed}")
-    if report["job"]["status"] != "completed":
-        found.append(f"job.status is {report['job']['status']!r}, not 'completed'")
-    if not report["device"].startswith(device):
-        found.append(f"device is {report['device']!r}, not {device}")
-    if tf32 and report["torch"]["matmul_precision"] != "high":
-        found.append(f"torch.matmul_precision is {report['torch']['matmul_precision']!r}, not 'high' (TF32)")
-    dist = report["distributed"]
+    if report.job.status != "completed":
+        found.append(f"job.status is {report.job.status!r}, not 'completed'")
+    if not (report.device or "").startswith(device):
+        found.append(f"device is {report.device!r}, not {device}")
+    if tf32 and report.torch.matmul_precision != "high":
+        found.append(f"torch.matmul_precision is {report.torch.matmul_precision!r}, not 'high' (TF32)")
+    dist = report.distributed
     if group:
         # process_group: the group's state when the job started; teardown: what became of it at the end.
-        seen = (dist["process_group"], dist["teardown"], dist["backend"])
+        seen = (dist.process_group, dist.teardown, dist.backend)
         if seen != ("created", "destroyed", backend):
             found.append(f"distributed (process_group, teardown, backend) is {seen}, not ('created', 'destroyed', "
                          f"{backend!r})")
-    metrics = report["job"]["metrics"] or {}
+    metrics = report.job.metrics or {}
     if trained and not {"samples_per_s", "final_loss"} <= metrics.keys():
         found.append(f"job.metrics lacks samples_per_s or final_loss: {sorted(metrics)}")
     return found
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = outbound.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report")
     parser.add_argument("--device", required=True, help="what report.device must start with: cuda or cpu")
     parser.add_argument("--backend", help="the group's backend, with --group")
@@ -43,17 +46,20 @@ def main(argv=None) -> int:
     parser.add_argument("--tf32", action="store_true", help="matmul precision 'high'")
     parser.add_argument("--trained", action="store_true", help="train_stub's metrics are recorded")
     args = parser.parse_args(argv)
-    with open(args.report) as f:
-        report = json.load(f)
-    for c in report["checks"]:
-        print(f"  check {c['name']:<20} required {c['required']:<8} found {str(c['found']):<12} ok={c['ok']}")
-    print(f"  device {report['device']}  distributed {report['distributed']}")
-    if args.trained and report["job"]["metrics"]:
-        print(f"  samples/s {report['job']['metrics'].get('samples_per_s')}  "
-              f"final loss {report['job']['metrics'].get('final_loss')}")
+    try:
+        report = read_report(args.report)
+    except Unreadable as error:
+        outbound.say(f"FAILED: {args.report}: {error}", err=True, one_line=True)
+        return 1
+    for c in report.checks:
+        outbound.say(f"  check {c.name:<20} required {c.required:<8} found {str(c.found):<12} ok={c.ok}")
+    outbound.say(f"  device {report.device}  distributed {report.distributed.to_json()}")
+    metrics = report.job.metrics
+    if args.trained and metrics:
+        outbound.say(f"  samples/s {metrics.get('samples_per_s')}  final loss {metrics.get('final_loss')}")
     found = problems(report, args.device, args.backend, args.group, args.tf32, args.trained)
     for problem in found:
-        print(f"FAILED: {problem}", file=sys.stderr)
+        outbound.say(f"FAILED: {problem}", err=True)
     return 1 if found else 0
 
 

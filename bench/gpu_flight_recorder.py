@@ -7,7 +7,6 @@ three NCCL collectives, the report must say where, and `bootstrap hang` must rea
 PRESET defaults to h100 (NCCL); the test suite runs the same check with cpu_debug (gloo).
 """
 
-import json
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import torch.distributed as dist
 from hydra import compose, initialize_config_dir
 
 import bootstrap
-from bootstrap import hang
+from bootstrap import dumps, hang, records
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,7 +26,7 @@ def main(out: Path, preset: str = "h100") -> int:
     backend = "nccl" if cfg.env.device == "cuda" else "gloo"
     try:
         with bootstrap.initialize(cfg.env, name=preset, output_dir=out) as session:
-            assert session.report["vars"]["TORCH_FR_DUMP_TEMP_FILE"]["value"] == str(out / hang.DUMP_PREFIX)
+            assert session.report.vars["TORCH_FR_DUMP_TEMP_FILE"].value == str(out / hang.DUMP_PREFIX)
             for _ in range(3):
                 dist.all_reduce(torch.ones(8, device=session.device))
             if backend == "nccl":
@@ -35,11 +34,11 @@ def main(out: Path, preset: str = "h100") -> int:
             raise RuntimeError(f"the task fails on purpose, under a {backend} group")
     except RuntimeError:
         pass
-    report = json.loads((out / "bootstrap.json").read_text())
-    recorded = report["distributed"]["hang"]
-    assert recorded and recorded["dumps"] == [f"{hang.DUMP_PREFIX}0"], report["distributed"]
-    dump = hang.load(out / f"{hang.DUMP_PREFIX}0")
-    names = [e["profiling_name"] for e in dump["entries"]]
+    report = records.read_report(out / "bootstrap.json")
+    recorded = report.distributed.hang
+    assert recorded and recorded["dumps"] == [f"{hang.DUMP_PREFIX}0"], report.distributed
+    dump = dumps.read(out / f"{hang.DUMP_PREFIX}0")
+    names = [e.profiling_name for e in dump.entries]
     assert names.count(f"{backend}:all_reduce") >= 3, names
     diagnosis, _ = hang.diagnose_dir(out)
     assert diagnosis.ranks == [0] and not diagnosis.findings, diagnosis.as_dict()

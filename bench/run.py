@@ -14,6 +14,8 @@ check it still executes (CI does this); it and --only write nothing unless --out
   7 lightning  Lightning DDP on 2 CPU ranks (tests/lightning_app), with vs without the bootstrap
   8 lint       what the variable lint adds to a job's start: the table's import and the check, in a fresh process
   9 flight_recorder  time per training step with torch's flight recorder on vs off: torchrun, 2 ranks
+ 10 hang_scale       `bootstrap hang` on 10,000 ranks' dumps vs 1,000: time and memory (bench/bench_hang.py)
+ 11 summary_scale    the sweep summary of 10,000 job directories vs a bare read of their files (bench/bench_summary.py)
 """
 
 from __future__ import annotations
@@ -297,7 +299,28 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("lightning", "ratio", "≤ 1.05×", lambda v: v <= 1.05),
     ("lint", "lint_ms", "≤ 2 ms", lambda v: v <= 2),
     ("flight_recorder", "ratio", "≤ 1.02×", lambda v: v <= 1.02),
+    ("hang_scale", "ratio", "≤ 12× (10,000 ranks vs 1,000)", lambda v: v <= 12),
+    ("hang_scale", "peak_memory_per_dump_byte", "≤ 1.5 (memory within the dumps' size)", lambda v: v <= 1.5),
+    ("summary_scale", "summary_vs_bare_large", "≤ 1.5× a bare read (10,000 jobs)", lambda v: v <= 1.5),
+    ("summary_scale", "summary_scale", "≤ 11× (10,000 jobs vs 1,000)", lambda v: v <= 11),
 ]
+
+
+# 10, 11 -----------------------------------------------------------------------------------
+def hang_scale(quick: bool) -> dict:
+    from bench_hang import hang_scale as measure  # bench/ is on sys.path: this script's own folder
+
+    result = measure(quick)
+    result["peak_memory_per_dump_byte"] = result["members_own"]["peak_memory_per_dump_byte"]
+    return result
+
+
+def summary_scale(quick: bool) -> dict:
+    from bench_summary import summary_scale as measure
+
+    result = measure(quick)
+    result["summary_vs_bare_large"] = result["summary_vs_bare"][str(result["jobs"][1])]
+    return result
 
 
 # 7 ---------------------------------------------------------------------------------------
@@ -437,7 +460,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", nargs="*",
                         help="run only these: startup threads oversubscription peers multirun gpu lightning "
-                             "lint flight_recorder")
+                             "lint flight_recorder hang_scale summary_scale")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick or --only)")
     args = parser.parse_args(argv)
@@ -460,6 +483,8 @@ def main(argv=None) -> int:
         "lightning": lambda: lightning_ddp(work / "7", repeats),
         "lint": lambda: lint_cost(work / "8", repeats),
         "flight_recorder": lambda: flight_recorder(work / "9", repeats, steps),
+        "hang_scale": lambda: hang_scale(args.quick),
+        "summary_scale": lambda: summary_scale(args.quick),
     }
     results = {}
     try:

@@ -8,7 +8,9 @@ COMMANDS = ("doctor", "tune", "lint", "hang")
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] not in COMMANDS:
-        print(f"usage: python -m bootstrap {{{','.join(COMMANDS)}}} [options] [hydra overrides]", file=sys.stderr)
+        from bootstrap import outbound
+
+        outbound.say(f"usage: python -m bootstrap {{{','.join(COMMANDS)}}} [options] [hydra overrides]", err=True)
         return 2
     if argv[0] == "doctor":
         from bootstrap import doctor

@@ -54,15 +54,19 @@ def choose(found: Found) -> Choice:
                           f"GPU preset; using {CPU_PRESET}.")
 
 
-def compose_preset(preset: str, key: str, overrides: Sequence[str]):
-    """The chosen preset, composed by Hydra from the running app's search path, with overrides on top.
+_NODE = "bootstrap_auto_choice"
+
+
+def compose_preset(preset: str, key: str, overrides: Sequence[str], group: Optional[str] = None):
+    """The chosen preset, composed by Hydra from the running app's search path into the node ``key``
+    (from ``group``, by default the one that fills ``key``), with overrides on top.
 
     Outside a Hydra app (the plain API), from this package's config directory.
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    arguments = [f"+{presets.group_for(key)}@{key}={preset}", *overrides]
+    arguments = [f"+{group or presets.group_for(key)}@{key}={preset}", *overrides]
     if GlobalHydra.instance().is_initialized():
         return compose(overrides=arguments)[key]
     with initialize_config_dir(config_dir=str(presets.CONF_DIR), version_base="1.3"):
@@ -73,7 +77,10 @@ def resolve(key: str, job_overrides: Sequence[str], found: Found) -> Tuple[EnvCo
     """The preset this machine calls for, validated, with the job's own ``key.*`` overrides
     re-applied on it (:func:`bootstrap.overrides.reapplied`), and why it was chosen."""
     choice = choose(found)
-    preset = load(compose_preset(choice.preset, key, overrides.reapplied(job_overrides, key)), key)
+    # Composed under a node of its own: the job's key may sit under `hydra` (the callback's node),
+    # which a plain compose leaves out.
+    again = [text.replace(f"{key}.", f"{_NODE}.", 1) for text in overrides.reapplied(job_overrides, key)]
+    preset = load(compose_preset(choice.preset, _NODE, again, group=presets.group_for(key)), key)
     if preset.auto:
         raise ConfigError(f"{key}={choice.preset} sets auto: true itself; only {key}=auto may.")
     return preset, choice

@@ -12,7 +12,6 @@ import logging
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Optional
 
@@ -21,9 +20,9 @@ from hydra.core.utils import JobStatus as HydraJobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, read_write
 
-from bootstrap import launcher, rundir
+from bootstrap import launcher, outbound, rundir
 from bootstrap.environ import EnvironSnapshot
-from bootstrap.errors import BootstrapError
+from bootstrap.errors import BootstrapError, JobRefused
 from bootstrap.jobconfig import session_args, typed_overrides
 from bootstrap.masking import masked_line, masked_override, masked_text
 from bootstrap.report import JobStatus
@@ -46,12 +45,43 @@ def _stop(error: Exception, where: str, overrides: Optional[list] = None, multir
     if where == "on_job_start" and multirun:
         message += f"\n(in the multirun job with overrides: {masked_line(' '.join(overrides)) or '(none)'})"
     if os.environ.get("HYDRA_FULL_ERROR") == "1":
-        traceback.print_exception(error, file=sys.stderr)
+        outbound.print_traceback(error)
     if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # torchrun's failure summary then shows this message
         from bootstrap.distributed import write_elastic_error_file
 
         write_elastic_error_file(message, int(time.time()))
-    raise SystemExit(message) from error
+    if _in_ray_worker():
+        raise JobRefused(outbound.clean(message)) from None
+    outbound.stop(message)
+
+
+def _sweepers_directions(config: DictConfig) -> Optional[tuple]:
+    """The sweeper's own direction per objective (Optuna's ``direction``...), for the summary's best."""
+    from bootstrap.sweepers import directions
+
+    # Only the keys that state a direction are resolved: a sibling that does not resolve here must
+    # not cost the sweeper's direction (and mark the worst trial best).
+    def stated(key: str) -> Any:
+        try:
+            value = OmegaConf.select(config, f"hydra.sweeper.{key}", default=None)
+            return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+        except Exception:  # noqa: BLE001 - a value that does not resolve here states nothing
+            return None
+
+    optuna, nevergrad, ax = stated("direction"), stated("optim.maximize"), stated("ax_config.experiment.minimize")
+    return directions({"direction": optuna} if optuna is not None else
+                      {"optim": {"maximize": nevergrad}} if nevergrad is not None else
+                      {"ax_config": {"experiment": {"minimize": ax}}})
+
+
+def _in_ray_worker() -> bool:
+    """A job that hydra-ray-launcher (or any Ray task) runs in a Ray worker process (see JobRefused)."""
+    ray = sys.modules.get("ray")  # never imported here: a job in a Ray worker has it imported already
+    try:
+        return ray is not None and ray.is_initialized() and \
+            ray.get_runtime_context().worker.mode == ray.WORKER_MODE
+    except Exception:  # noqa: BLE001 - a Ray too different to ask: behave as outside Ray
+        return False
 
 
 def _guarded(hook):
@@ -65,9 +95,8 @@ def _guarded(hook):
         except KeyboardInterrupt:
             # Ctrl-C in a hook (a rendezvous waiting for a peer): the session has restored the
             # process and recorded "interrupted"; end as a shell expects (130), without a traceback.
-            print(f"Interrupted in {hook.__name__}: the process was restored and the job recorded as "
-                  "interrupted.", file=sys.stderr)
-            raise SystemExit(130) from None
+            outbound.stop(f"Interrupted in {hook.__name__}: the process was restored and the job recorded as "
+                          "interrupted.", 130)
     return run
 
 
@@ -89,16 +118,20 @@ def _log_to_own_file(rank: int) -> None:
             root.addHandler(own)
 
 
-def write_sweep_summary(sweep_dir: str, objective: Optional[str] = None, mode: Optional[str] = None) -> None:
+def write_sweep_summary(sweep_dir: str, objective: Optional[str] = None, mode: Optional[str] = None,
+                        directions: Optional[tuple] = None) -> None:
     from bootstrap import summary  # only at the end of a sweep: keep it off every job's start-up
 
-    markdown = summary.write(Path(sweep_dir), objective, mode)
-    print(f"Sweep summary ({Path(sweep_dir) / summary.MD_NAME}):\n{markdown}", flush=True)
+    markdown = summary.write(Path(sweep_dir), objective, mode, directions)
+    outbound.say(f"Sweep summary ({Path(sweep_dir) / summary.MD_NAME}):\n{markdown}")
 
 
 class BootstrapCallback(Callback):
     def __init__(self, config_key: Optional[str] = None, objective: Optional[str] = None,
-                 mode: Optional[str] = None) -> None:
+                 mode: Optional[str] = None, env: Any = None) -> None:
+        """``env``: the preset beneath the callback's node (``+env@hydra.callbacks.bootstrap.env=...``).
+        Hydra passes it once, from the primary config; it is not kept: each job reads its own from
+        its config, so a sweep over it works and a pickled callback carries no preset."""
         if mode not in (None, "max", "min"):
             raise BootstrapError(f"hydra.callbacks.bootstrap.mode={mode!r}: use max or min "
                                  "(hydra.callbacks.bootstrap.mode=min), or null for the objective's default.")
@@ -109,14 +142,14 @@ class BootstrapCallback(Callback):
         self._launcher_environ: Optional[EnvironSnapshot] = None
         self._overrides: list = []  # the running job's, as typed: error messages mask their secrets
         self._multirun = False
-        self._log_filter: Optional[_MaskOverrides] = None
+        self._masking_logs = False  # holds outbound.MaskedLogs for the sweep
 
     def __getstate__(self) -> dict:
         # joblib and submitit pickle the callback after on_multirun_start, submitit onto
         # disk: the launching process's environment (secrets included) must not travel.
         return {"config_key": self.config_key, "objective": self.objective, "mode": self.mode,
                 "_session": None, "_launcher_environ": None, "_overrides": [], "_multirun": False,
-                "_log_filter": None}
+                "_masking_logs": False}
 
     @_guarded
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -165,45 +198,29 @@ class BootstrapCallback(Callback):
         # Jobs restore what they change, but a launcher may change the launching
         # process too (joblib's loky sets KMP_INIT_AT_FORK): undo that at the end.
         self._launcher_environ = EnvironSnapshot(os.environ)
-        # The launchers log each job's overrides as typed ("#3 : a=b"): mask them for the sweep.
-        self._log_filter = _MaskOverrides()
-        self._log_filter.install()
+        # Launcher plugins log each job's overrides as typed ("#3 : a=b"), each from its own logger:
+        # every record is masked for the sweep's duration.
+        outbound.remember_overrides(typed_overrides(config))
+        outbound.MaskedLogs.hold()
+        self._masking_logs = True
         # Hydra skips on_multirun_end when a job failed or a check stopped the sweep,
         # and those are the sweeps whose summary matters most. atexit covers them.
         if launcher.peek(os.environ).rank == 0:  # a multirun under torchrun: rank 0 alone writes the summary
-            atexit.register(write_sweep_summary, str(config.hydra.sweep.dir), self.objective, self.mode)
+            atexit.register(write_sweep_summary, str(config.hydra.sweep.dir), self.objective, self.mode,
+                            _sweepers_directions(config))
 
     @_guarded
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         atexit.unregister(write_sweep_summary)
         try:
             if launcher.peek(os.environ).rank == 0:
-                write_sweep_summary(str(config.hydra.sweep.dir), self.objective, self.mode)
+                write_sweep_summary(str(config.hydra.sweep.dir), self.objective, self.mode,
+                                    _sweepers_directions(config))
         finally:  # a summary that could not be written must not leave the launching process changed
-            if self._log_filter is not None:
-                self._log_filter.remove()
-                self._log_filter = None
+            if self._masking_logs:
+                self._masking_logs = False
+                outbound.MaskedLogs.release()
             if self._launcher_environ is not None:
                 self._launcher_environ.restore()
                 self._launcher_environ = None
 
-
-class _MaskOverrides(logging.Filter):
-    """Masks secret values in the launchers' per-job log lines (``\t#3 : +env.vars.HF_TOKEN=...``)."""
-
-    LOGGERS = ("hydra._internal.core_plugins.basic_launcher", "hydra_plugins.hydra_joblib_launcher._core",
-               "hydra_plugins.hydra_submitit_launcher.submitit_launcher")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        head, sep, overrides = message.partition(" : ")
-        record.msg, record.args = (head + sep + masked_line(overrides)) if sep else message, None
-        return True
-
-    def install(self) -> None:
-        for name in self.LOGGERS:
-            logging.getLogger(name).addFilter(self)
-
-    def remove(self) -> None:
-        for name in self.LOGGERS:
-            logging.getLogger(name).removeFilter(self)

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Dict, Generic, List, Mapping, MutableMapping, Optional, Tuple, TypeVar
 
 import torch
@@ -44,7 +45,7 @@ def submitit_job(environ: Mapping[str, str]) -> Optional[SubmititJob]:
 
 def worker_cpus(launch: Launch) -> Optional[int]:
     """The CPUs a framework gave this worker, where it says (Ray: the resources assigned to it)."""
-    if launch.launcher is not Launcher.ray or "ray" not in sys.modules:
+    if launch.launcher not in (Launcher.ray, Launcher.ray_task) or "ray" not in sys.modules:
         return None
     try:
         cpus = sys.modules["ray"].get_runtime_context().get_assigned_resources().get("CPU")
@@ -270,6 +271,7 @@ def agree_on_run_dir(run_dir: str, environ: Mapping[str, str] = os.environ, time
 
 
 FIRST_FAILURE_KEY = "hydra_train_bootstrap/first_failure"
+MAX_FAILURE_CHARS = 4000  # a failure is one line; a peer cannot make this rank carry megabytes
 
 
 def claim_first_failure(rank: int, error: str) -> Tuple[int, int, str]:
@@ -279,14 +281,26 @@ def claim_first_failure(rank: int, error: str) -> Tuple[int, int, str]:
     raises and tears down its group, its peers fail next inside a collective; the
     store tells them, and the user, which rank started it.
     """
-    mine = f"{rank}|{int(time.time())}|{error}"
+    from bootstrap import outbound
+
+    now = int(time.time())
+    mine = f"{rank}|{now}|{outbound.clean(error, one_line=True)[:MAX_FAILURE_CHARS]}"
     try:
         store = dist.distributed_c10d._get_default_store()
-        first = store.compare_set(FIRST_FAILURE_KEY, "", mine).decode()
+        first = store.compare_set(FIRST_FAILURE_KEY, "", mine).decode("utf-8", "replace")
     except (RuntimeError, ValueError, AttributeError):  # no store, or it went away with a peer
         first = mine
-    first_rank, first_time, message = first.split("|", 2)
-    return int(first_rank), int(first_time), message
+    return _parse_failure(first) or (rank, now, mine.split("|", 2)[2])
+
+
+def _parse_failure(text: str) -> Optional[Tuple[int, int, str]]:
+    """A peer's record read from the store: ``rank|time|message``, or None when it is not one."""
+    from bootstrap import outbound
+
+    parts = text.split("|", 2)
+    if len(parts) != 3 or not all(p.isascii() and p.isdigit() and len(p) < 19 for p in parts[:2]):
+        return None
+    return int(parts[0]), int(parts[1]), outbound.clean(parts[2][:MAX_FAILURE_CHARS], one_line=True)
 
 
 def attribute_failure(rank: int, error: str, first: Tuple[int, int, str], hang: Optional[str] = None) -> str:
@@ -317,8 +331,7 @@ def write_elastic_error_file(message: str, timestamp: int, environ: Mapping[str,
     path = environ.get("TORCHELASTIC_ERROR_FILE")
     if not path:
         return
-    import json
+    from bootstrap import outbound
 
     record = {"message": {"message": message, "extraInfo": {"py_callstack": message, "timestamp": str(timestamp)}}}
-    with open(path, "w") as f:
-        json.dump(record, f)
+    outbound.write_json(Path(path), record)

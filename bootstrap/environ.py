@@ -13,26 +13,36 @@ Precedence, highest first:
 3. ``preset``: the value from the ``env`` preset.
 
 A value that a parent process's bootstrap exported (a rank that Lightning
-re-launched inherits rank 0's whole environment) is not the user's: its name is
-listed in :data:`EXPORTED`, and the plan treats it as absent.
+re-launched inherits rank 0's whole environment) is not the user's: :data:`EXPORTED`
+records a keyed digest of it, and the plan treats it as absent while the value still
+matches. A value changed since (a task that starts a child with ``OMP_NUM_THREADS=3``)
+no longer matches: it is the user's, and wins.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any, Collection, Dict, Iterable, List, Mapping, MutableMapping, Optional
+from typing import Any, Collection, Dict, Iterable, List, Mapping, MutableMapping, Optional, Union
 
 from bootstrap.errors import ConfigError
 from bootstrap.masking import masked  # notes quote values: a secret's must not appear
 from bootstrap.readers import ProcessState, reader_for
 
-# Names of the variables the bootstrap wrote into this environment, comma-separated,
-# so that a child process can tell them from the user's own. Names only: never values.
+# The variables the bootstrap wrote into this environment, so that a child process can tell
+# them from the user's own: ``NAME:DIGEST,...``, each digest a keyed hash of the value as
+# exported (:func:`export_digest`), never the value. The key is not in the environment (see
+# bootstrap.exportkey for why). A bare ``NAME`` is an older bootstrap's names-only entry.
 EXPORTED = "HYDRA_TRAIN_BOOTSTRAP_EXPORTED"
+DIGEST_HEX = 16  # 64 bits: a changed value matches by chance once in 2**64
+_OWN_KEY = object()  # "this user's key" (bootstrap.exportkey), read only when a marker needs it
+Key = Union[bytes, None, object]  # a key, None (none to be had: nothing verifies), or _OWN_KEY
 
+_DIGEST = re.compile(r"[0-9a-f]{16}")  # what export_digest writes
 # POSIX portable names; anything else (``=``, spaces, NUL) breaks os.environ or the shell.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -69,7 +79,7 @@ def normalize(name: str, value: Any, key: str = "env") -> Optional[str]:
 class VarDecision:
     name: str
     value: str  # the value the job sees (unless withheld)
-    source: str  # "override" | "shell" | "env_set" | "preset"
+    source: str  # "override" | "shell" | "env_set" | "launcher" | "preset"
     changes_environ: bool  # does the bootstrap write this value? (False also when withheld)
     effective: bool  # does it take effect in this process (not only in child processes)?
     note: str
@@ -83,23 +93,32 @@ def plan_vars(
     env_set: Mapping[str, Any],
     overrides: Collection[str],
     state: ProcessState,
+    key: Key = _OWN_KEY,
+    by_launcher: Mapping[str, str] = {},  # noqa: B006 - read only
 ) -> List[VarDecision]:
-    """Decide every variable. Pure: reads only its arguments.
+    """Decide every variable. Pure: reads only its arguments (and, when a parent's marker is
+    there, this user's key: see :func:`inherited_names`).
 
     ``requested`` holds normalised preset values (None: dropped by the user).
     ``overrides`` names the variables given explicitly on the command line.
+    ``by_launcher``: the variables whose current value the launcher set, and which launcher
+    (``launcher.exported_by_launcher``): like a parent's export, the launcher's value is not the user's.
     """
-    inherited = inherited_names(environ)
+    inherited = inherited_names(environ, key)
     decisions: List[VarDecision] = []
     for name, wanted in requested.items():
         if wanted is None:
             continue
         existing = environ.get(name)
-        users = existing is not None and name not in inherited
+        # env_set is this job's own config: the user's even when it repeats a parent's export
+        launchers = by_launcher.get(name) if name not in env_set else None
+        users = existing is not None and (name in env_set or (name not in inherited and launchers is None))
         if name in overrides:
             source, value = "override", wanted
         elif users:
             source, value = ("env_set" if name in env_set else "shell"), existing
+        elif launchers is not None and existing == wanted:
+            source, value = "launcher", existing  # the launcher's value, and the preset's too
         else:
             source, value = "preset", wanted
         changes = value != existing
@@ -109,7 +128,11 @@ def plan_vars(
         notes = []
         if source in ("shell", "env_set") and existing != wanted:
             notes.append(f"kept the {source} value over the preset's {masked(name, wanted)!r}")
-        if existing is not None and not users and existing != value:
+        if launchers is not None and existing != value:
+            notes.append(f"replaced the value {launchers} set ({masked(name, existing)!r})")
+        elif source == "launcher":
+            notes.append(f"set by {launchers}")
+        elif existing is not None and not users and existing != value:
             notes.append("replaced the value a parent process's bootstrap exported")
         elif source == "override" and existing is not None and existing != wanted:
             notes.append(f"replaced the existing value {masked(name, existing)!r}")
@@ -132,9 +155,49 @@ def late_warnings(decisions: Iterable[VarDecision]) -> List[str]:
             f"{d.note}" for d in decisions if d.warn]
 
 
-def inherited_names(environ: Mapping[str, str]) -> frozenset:
-    """Variables a parent process's bootstrap exported (see :data:`EXPORTED`)."""
-    return frozenset(name for name in environ.get(EXPORTED, "").split(",") if name)
+def export_digest(key: bytes, name: str, value: str) -> str:
+    """The marker's record of ``name=value``: HMAC-SHA256 under ``key``, cut to :data:`DIGEST_HEX` hex digits."""
+    message = name.encode("utf-8", "surrogatepass") + b"\0" + value.encode("utf-8", "surrogatepass")
+    return hmac.new(key, message, hashlib.sha256).hexdigest()[:DIGEST_HEX]
+
+
+def read_marker(text: str) -> Dict[str, Optional[str]]:
+    """:data:`EXPORTED`'s entries: name -> digest; None for an older bootstrap's names-only entry,
+    ``""`` for one exported where no key could be had (it verifies nothing)."""
+    entries: Dict[str, Optional[str]] = {}
+    for item in text.split(","):
+        name, sep, digest = item.partition(":")
+        if _NAME.match(name):  # a digest that is not one verifies nothing: the value counts as the user's
+            entries[name] = (digest if _DIGEST.fullmatch(digest) else "") if sep else None
+    return entries
+
+
+def format_marker(entries: Mapping[str, str]) -> str:
+    return ",".join(f"{name}:{entries[name]}" for name in sorted(entries))
+
+
+def inherited_names(environ: Mapping[str, str], key: Key = _OWN_KEY) -> frozenset:
+    """Variables whose value is still what a parent process's bootstrap exported (see :data:`EXPORTED`).
+
+    A value changed after the export (its digest differs) is the user's, and not listed. So is every
+    value with a digest when no key can be read here: what cannot be verified counts as the user's.
+    An older bootstrap's names-only entry is taken at its word, as it was then."""
+    entries = read_marker(environ.get(EXPORTED, ""))
+    if not entries:
+        return frozenset()
+    if key is _OWN_KEY and any(entries.values()):
+        from bootstrap import exportkey
+
+        key = exportkey.load()
+    names = set()
+    for name, digest in entries.items():
+        value = environ.get(name)
+        if value is None:
+            continue
+        if digest is None or (digest and isinstance(key, bytes)
+                              and hmac.compare_digest(digest, export_digest(key, name, value))):
+            names.add(name)
+    return frozenset(names)
 
 
 class EnvironSnapshot:
@@ -159,12 +222,22 @@ class EnvironSnapshot:
                 env[name] = value
 
 
-def apply_vars(decisions: Iterable[VarDecision], environ: MutableMapping[str, str] = os.environ) -> None:
-    """Write the decided values, and list them in :data:`EXPORTED` for child processes."""
+def apply_vars(decisions: Iterable[VarDecision], environ: MutableMapping[str, str] = os.environ,
+               key: Key = _OWN_KEY) -> None:
+    """Write the decided values, and record them in :data:`EXPORTED` for child processes, with
+    what a parent exported that still stands. ``key``: this user's (made on first use) unless given."""
+    decisions = list(decisions)
     written = {d.name for d in decisions if d.changes_environ}
     for d in decisions:
         if d.changes_environ:
             environ[d.name] = d.value
-    exported = (inherited_names(environ) & environ.keys()) | written
-    if exported:
-        environ[EXPORTED] = ",".join(sorted(exported))
+    exported = (inherited_names(environ, key) | written) & environ.keys()
+    if not exported:
+        environ.pop(EXPORTED, None)  # a parent's marker that no longer describes anything here
+        return
+    if key is _OWN_KEY:
+        from bootstrap import exportkey
+
+        key = exportkey.load_or_create()
+    environ[EXPORTED] = format_marker({name: export_digest(key, name, environ[name]) if isinstance(key, bytes)
+                                       else "" for name in exported})

@@ -19,3 +19,28 @@ class MismatchError(BootstrapError):
 
 class LintError(BootstrapError):
     """With ``lint: error``, the preset sets a variable that is read by nothing, or renamed."""
+
+
+class JobRefused(BaseException):
+    """Stops a job inside a Ray worker, where ``SystemExit`` would not do.
+
+    Hydra turns an ``Exception`` raised in a callback into a warning and runs the task, so the
+    stop must not be one. Ray counts a worker that exits (``SystemExit``) as crashed and retries
+    the job (three times by default): every retry another allocation. Any other exception the task
+    raises, this one included, is the application's error to Ray: reported once, never retried.
+
+    Ray re-raises it in the launching process, where it arrives (through :meth:`__reduce__`) as a
+    Hydra ``CompactHydraException``: Hydra then prints its message, not its own traceback.
+    """
+
+    def __reduce__(self):
+        return (_refused_in_launcher, (str(self),))
+
+
+def _refused_in_launcher(message: str) -> Exception:
+    from hydra.errors import CompactHydraException
+
+    class JobRefusedInWorker(CompactHydraException):
+        """A job that a launcher's worker refused (see :class:`JobRefused`)."""
+
+    return JobRefusedInWorker(message)

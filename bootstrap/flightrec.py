@@ -25,7 +25,6 @@ import os
 import pickle
 import select
 import signal
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -34,8 +33,8 @@ from typing import Callable, Dict, Optional
 import torch
 import torch.distributed as dist
 
-from bootstrap import hang
-from bootstrap.hang import DUMP_PREFIX
+from bootstrap import hang, outbound
+from bootstrap.dumps import DUMP_PREFIX
 
 log = logging.getLogger(__name__)
 REQUEST_KEY = "hydra_train_bootstrap/fr_dump_request"  # in the group's store: who asked for dumps
@@ -60,7 +59,8 @@ def _pg_config() -> Dict[str, dict]:
 
 def dump(dump_dir: Path, rank: int, world_size: int, reason: str, since_ns: int) -> Optional[Path]:
     """Write this rank's recorder (entries created since ``since_ns``: this job's) to
-    ``<dump_dir>/comm_lib_trace_rank_<rank>``, atomically; None when there is nothing to write."""
+    ``<dump_dir>/comm_lib_trace_rank_<rank>``, atomically, with the permissions the umask gives (as
+    reports: a teammate's ``bootstrap hang`` must be able to read it); None when there is nothing to write."""
     dumped_ns = time.time_ns()  # before the dump itself: its first call symbolises stacks (about a second)
     raw = pickle.loads(torch._C._distributed_c10d._dump_fr_trace(True, True, False))
     entries = [e for e in raw.get("entries", []) if e.get("time_created_ns", 0) >= since_ns]
@@ -69,16 +69,8 @@ def dump(dump_dir: Path, rank: int, world_size: int, reason: str, since_ns: int)
     raw.update(entries=entries, pg_config=_pg_config(),
                bootstrap={"rank": rank, "world_size": world_size, "reason": reason, "dump_time_ns": dumped_ns})
     path = Path(dump_dir) / f"{DUMP_PREFIX}{rank}"
-    path.parent.mkdir(parents=True, exist_ok=True)
     # The temporary name neither starts like a dump nor ends in a digit: torch's analyser would take it for one.
-    fd, tmp = tempfile.mkstemp(prefix=".fr-", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(raw, f)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    outbound.write_bytes(path, pickle.dumps(raw), prefix=".fr-", suffix=".partial")
     return path
 
 
@@ -90,14 +82,22 @@ def request_dumps(rank: int) -> None:
         pass
 
 
-def wait_for_dumps(dump_dir: Path, world_size: int, since_s: float, timeout_s: float = PEERS_S) -> None:
-    """Until every rank's dump written after ``since_s`` is in ``dump_dir``, or ``timeout_s``."""
+def wait_for_dumps(dump_dir: Path, world_size: int, since_ns: int, timeout_s: float = PEERS_S) -> None:
+    """Until every rank's dump written after ``since_ns`` is in ``dump_dir``, or ``timeout_s`` (a dump
+    left there by an earlier run does not count)."""
     deadline = time.monotonic() + timeout_s
-    paths = [Path(dump_dir) / f"{DUMP_PREFIX}{rank}" for rank in range(world_size)]
-    while time.monotonic() < deadline:
-        if all(p.exists() and p.stat().st_mtime >= since_s for p in paths):
-            return
-        time.sleep(0.1)
+    waiting = [Path(dump_dir) / f"{DUMP_PREFIX}{rank}" for rank in range(world_size)]
+    while waiting and time.monotonic() < deadline:
+        waiting = [p for p in waiting if not _written_since(p, since_ns)]
+        if waiting:
+            time.sleep(0.1)
+
+
+def _written_since(path: Path, since_ns: int) -> bool:
+    try:
+        return path.stat().st_mtime_ns >= since_ns
+    except OSError:
+        return False
 
 
 class JobRecorder:
@@ -122,8 +122,9 @@ class JobRecorder:
         mine = self.dump(reason)
         if self.world_size > 1:
             request_dumps(self.rank)
-            wait_for_dumps(self.dump_dir, self.world_size, self.since_ns / 1e9)  # any dump of this job counts
-        found = hang.findings(self.dump_dir)
+            wait_for_dumps(self.dump_dir, self.world_size, self.since_ns)  # any dump of this job counts
+        # This job's dumps only: one left by an earlier run in a reused directory is stale, not this job's.
+        found = hang.findings(self.dump_dir, since_ns=self.since_ns, world_size=self.world_size)
         if mine is None and not found["dumps"]:
             return None
         if found["finding"]:

@@ -1,77 +1,58 @@
 """``python -m bootstrap hang RUN_DIR``: what the ranks' flight-recorder dumps say about a hang.
 
 Each rank's dump (:mod:`bootstrap.flightrec` writes ``<dir>/comm_lib_trace_rank_<rank>``, the
-name torch itself uses) lists the collectives the rank entered, per process group, by sequence
-id. :func:`diagnose` compares the ranks and says, for each group, the last collective every
-rank entered, the ranks that never entered the next one, and what the others were waiting in
-and for how long:
+name torch itself uses; :mod:`bootstrap.dumps` reads it into a typed, bounded value) lists the
+collectives the rank entered, per process group, by sequence id. :func:`diagnose` compares the
+ranks and says, for each group, the last collective every rank entered, the ranks that never
+entered the next one, and what the others were waiting in and for how long:
 
     rank 1 never entered collective #2 (all_reduce on default_pg); rank 0 waited in it for 600.0 s
 
-Mismatches (ranks in the same collective with different operations, sizes or dtypes) come from
-torch's own analyser (``torch.distributed.flight_recorder``), given the same dumps. What this
-module adds to it: the waiting time (gloo records no start or end, so it is the dump's time
-less the entry's), the last collective in common, ranks whose dump is missing, one sentence
-per finding, and dumps read without running pickled code. Pure, apart from reading files.
+It also names collectives whose ranks disagree on the operation, the sizes or the dtypes, by the
+rules of torch's own analyser (``torch.distributed.flight_recorder``), which is not used: it
+parses every rank's member list again (quadratic in ranks: minutes at 10,000) and ``eval``s
+text found in a dump. Here each dump is read once and each (group, sequence id) compared once:
+linear in ranks and entries.
 
-Exit status: 0 when the dumps show no divergence, 1 when they do, 2 when there are no dumps
-or the usage is wrong.
+Only this run's dumps are analysed: a dump older than the run's start (:func:`dumps.scan`) is
+left in place and named as stale, and a rank without a dump of this run is named as missing,
+as ranges (``ranks 2-9999``). Every line leaves through :func:`outbound.clean` as one line: a
+dump's fields cannot move the cursor, retitle the terminal or forge a finding.
+
+Exit status: 0 when the dumps show no divergence, 1 when they do, 2 when there is no dump of
+this run, the usage is wrong, or the analysis failed (never 1: 1 means a divergence).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import logging
-import pickle
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
-DUMP_PREFIX = "comm_lib_trace_rank_"  # torch's own, so its analyser (torchfrtrace) reads a run directory too
-MAX_DUMP_BYTES = 256 * 2**20
+from bootstrap import dumps, outbound
+from bootstrap.dumps import DUMP_PREFIX, Dump, Entry, Ranks, ranks_text
 
+__all__ = ["DUMP_PREFIX", "Diagnosis", "diagnose", "diagnose_dir", "findings", "main"]
 
-class _DataOnly(pickle.Unpickler):
-    """Plain data only: a dump found on disk must not run code when it is read."""
-
-    def find_class(self, module: str, name: str):
-        raise pickle.UnpicklingError(f"a dump holds only plain data, not {module}.{name}")
-
-
-def load(path: Path) -> Optional[dict]:
-    """One rank's dump as a dict; None when the file is not a dump (unreadable, not plain data, wrong shape)."""
-    try:
-        if path.stat().st_size > MAX_DUMP_BYTES:
-            return None
-        with open(path, "rb") as f:
-            dump = _DataOnly(f).load()
-    except Exception:  # noqa: BLE001 - a hostile or half-written file is simply not a dump
-        return None
-    if not isinstance(dump, dict) or not isinstance(dump.get("entries", []), list):
-        return None
-    return dump
-
-
-def find_dumps(run_dir: Path) -> Dict[int, Path]:
-    """``{rank: path}`` of the dumps directly in ``run_dir``."""
-    found = {}
-    for path in Path(run_dir).glob(f"{DUMP_PREFIX}*"):
-        suffix = path.name[len(DUMP_PREFIX):]
-        if suffix.isdigit() and path.is_file():
-            found[int(suffix)] = path
-    return dict(sorted(found.items()))
+MAX_LISTED = 100  # stale and unreadable names kept in the report; the notes give the count
+MAX_NOTED = 10  # lines of each kind of note
+MAX_MISMATCHES = 10  # collectives named per group, as torch's analyser (its mismatch_cap)
+MAX_SIDES = 6  # ways of disagreeing shown for one collective
 
 
 @dataclass
 class Diagnosis:
-    """What the dumps of one run show."""
+    """What the dumps of one run show. Every text is one cleaned line."""
 
-    ranks: List[int]  # ranks with a readable dump
+    ranks: List[int]  # ranks with a readable dump of this run
     world_size: Optional[int]
     findings: List[str] = field(default_factory=list)  # one sentence each; empty: no divergence
     groups: List[str] = field(default_factory=list)  # one line per process group: the last collective in common
+    missing: Optional[str] = None  # ranks of the world without a dump of this run, as ranges
+    stale: List[str] = field(default_factory=list)  # dumps from an earlier run (names): left in place, not analysed
+    unreadable: List[str] = field(default_factory=list)  # "name: reason"
+    notes: List[str] = field(default_factory=list)  # what was not analysed, and why
+    run_started_ns: Optional[int] = None  # the run's start the dumps were judged by; None: unknown
 
     @property
     def hang(self) -> Optional[str]:
@@ -80,150 +61,239 @@ class Diagnosis:
 
     def as_dict(self) -> dict:
         return {"ranks": self.ranks, "world_size": self.world_size, "finding": self.hang, "findings": self.findings,
-                "groups": self.groups}
+                "groups": self.groups, "missing": self.missing, "stale": self.stale[:MAX_LISTED],
+                "unreadable": self.unreadable[:MAX_LISTED], "notes": self.notes,
+                "run_started_ns": self.run_started_ns}
 
 
-def _op(entry: dict) -> str:
-    name = str(entry.get("profiling_name") or "?")
-    return name.split(":", 1)[-1]  # "gloo:all_reduce", "nccl:all_reduce" -> "all_reduce"
+def _line(text: str) -> str:
+    return outbound.clean(text, one_line=True)
 
 
-def _group_names(dumps: Dict[int, dict]) -> Dict[str, Tuple[str, Optional[List[int]]]]:
-    """group name -> (description, member ranks if the dumps say)."""
-    names: Dict[str, Tuple[str, Optional[List[int]]]] = {}
-    for dump in dumps.values():
-        for entry in dump.get("entries", []):
-            group = entry.get("process_group")
-            if isinstance(group, (list, tuple)) and len(group) == 2:
-                config = (dump.get("pg_config") or {}).get(str(group[0])) or {}
-                members = config.get("ranks")
-                ranks = json.loads(members) if isinstance(members, str) and members.startswith("[") else members
-                names.setdefault(str(group[0]), (str(group[1]), ranks if isinstance(ranks, list) else None))
-    return names
+# -- the analysis (pure) ------------------------------------------------------------------------
+@dataclass
+class _Group:
+    """One process group, folded from every dump: linear in entries."""
+
+    desc: str
+    last: Dict[int, int] = field(default_factory=dict)  # rank -> the highest sequence id it entered (0: none)
+    first: Dict[int, Tuple[int, Entry]] = field(default_factory=dict)  # seq -> (lowest rank, its entry)
+    # seq -> what must agree (_signature) -> (the first entry with it, the ranks with it)
+    sides: Dict[int, Dict[tuple, Tuple[Entry, List[int]]]] = field(default_factory=dict)
 
 
-def _ranks_text(ranks: List[int]) -> str:
-    return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
+def _label(name: str, group: _Group) -> str:
+    return group.desc if group.desc and group.desc != "undefined" else f"group {name}"
 
 
-def diagnose(dumps: Dict[int, dict], world_size: Optional[int] = None) -> Diagnosis:
-    """Compare the ranks' dumps (``{rank: dump}``) process group by process group."""
-    world_size = world_size or next((d.get("bootstrap", {}).get("world_size") for d in dumps.values()
-                                     if isinstance(d.get("bootstrap"), dict)), None)
-    result = Diagnosis(ranks=sorted(dumps), world_size=world_size)
-    if world_size:
-        absent = sorted(set(range(world_size)) - set(dumps))
-        if absent:
-            result.findings.append(f"no dump from {_ranks_text(absent)}: it ended without one (killed with SIGKILL, "
-                                   "or crashed inside a collective)")
-    for group, (desc, members) in sorted(_group_names(dumps).items()):
-        ranks = [r for r in (members or sorted(dumps)) if r in dumps]
-        seen = {r: {e["collective_seq_id"]: e for e in dumps[r].get("entries", [])
-                    if isinstance(e, dict) and str((e.get("process_group") or ("",))[0]) == group
-                    and isinstance(e.get("collective_seq_id"), int) and not e.get("is_p2p")} for r in ranks}
-        last = {r: max(entries, default=0) for r, entries in seen.items()}
-        common = min(last.values(), default=0)
-        label = desc if desc and desc != "undefined" else f"group {group}"
-        common_op = _op(seen[ranks[0]][common]) if ranks and common in seen[ranks[0]] else None
-        result.groups.append(f"{label} ({_ranks_text(ranks)}): last collective every rank entered: "
-                             + (f"#{common} ({common_op})" if common_op else f"#{common}"))
-        ahead = [r for r in ranks if last[r] > common]
-        if ahead:
-            behind = [r for r in ranks if last[r] == common]
-            entry = seen[ahead[0]][common + 1] if common + 1 in seen[ahead[0]] else None
-            waited = _waited(dumps[ahead[0]], entry)
-            result.findings.append(
-                f"{_ranks_text(behind)} never entered collective #{common + 1} "
-                f"({_op(entry) if entry else '?'} on {label}); {_ranks_text(ahead)} "
-                f"waited in it{f' for {waited:.1f} s' if waited is not None else ''}")
-    result.findings.extend(_mismatches(dumps))
-    return result
+def _signature(entry: Entry) -> tuple:
+    """What must agree between ranks in one collective, by torch's analyser's rules (Op.match): the
+    operation; input sizes (not for all_to_all, scatter); output sizes (not all_to_all, gather);
+    input dtypes (not scatter, broadcast); output dtypes (not gather)."""
+    op = entry.op
+    return (op,
+            None if op in ("all_to_all", "scatter") else entry.input_sizes,
+            None if op in ("all_to_all", "gather") else entry.output_sizes,
+            None if op in ("scatter", "broadcast") else frozenset(entry.input_dtypes),
+            None if op == "gather" else frozenset(entry.output_dtypes))
 
 
-def _waited(dump: dict, entry: Optional[dict]) -> Optional[float]:
+def _fold(by_rank: Dict[int, Dump]) -> Dict[str, _Group]:
+    groups: Dict[str, _Group] = {}
+    signatures: Dict[tuple, tuple] = {}  # one copy of each
+    member_lists: Dict[str, Dict[int, Ranks]] = {}  # group -> distinct member lists (shared by the reader)
+    for rank, dump in by_rank.items():  # by rank: the first rank seen with a collective is its lowest
+        mine: Dict[Tuple[str, int], Entry] = {}
+        for entry in dump.entries:
+            if not entry.is_p2p:  # torch's gloo records none; p2p sequence ids are per pair
+                mine[(entry.group, entry.seq)] = entry  # a coalesced group's last entry stands for it
+        for (name, seq), entry in mine.items():
+            group = groups.get(name)
+            if group is None:
+                group = groups[name] = _Group(entry.group_desc)
+            if seq > group.last.get(rank, 0):
+                group.last[rank] = seq
+            group.first.setdefault(seq, (rank, entry))
+            signature = _signature(entry)
+            signature = signatures.setdefault(signature, signature)
+            sides = group.sides.setdefault(seq, {})
+            side = sides.get(signature)
+            if side is None:
+                sides[signature] = (entry, [rank])
+            else:
+                side[1].append(rank)
+        for name, members in dump.pg_config.items():
+            member_lists.setdefault(name, {})[id(members)] = members
+    # A member that entered none of a group's collectives is in it too (torch's NCCL lists a group in a
+    # rank's pg_config only once the rank used it). Each distinct list once: linear in what was read.
+    for name, lists in member_lists.items():
+        group = groups.get(name)
+        if group is None:
+            continue  # no rank entered a collective on it: nothing to compare
+        for members in lists.values():
+            found = (r for r in members if r in by_rank) if len(members) <= len(by_rank) else \
+                (r for r in by_rank if r in members)
+            for rank in found:
+                group.last.setdefault(rank, 0)
+    return groups
+
+
+def _waited(dump: Dump, entry: Entry) -> Optional[float]:
     """How long the rank had been in ``entry`` when it dumped (gloo records no end)."""
-    info = dump.get("bootstrap") if isinstance(dump.get("bootstrap"), dict) else {}
-    created, dumped = (entry or {}).get("time_created_ns"), info.get("dump_time_ns")
-    if isinstance(created, int) and isinstance(dumped, int) and dumped >= created:
+    created, dumped = entry.created_ns, dump.dump_time_ns
+    if created is not None and dumped is not None and dumped >= created:
         return (dumped - created) / 1e9
     return None
 
 
-def _mismatches(dumps: Dict[int, dict]) -> List[str]:
-    """Collectives whose ranks disagree on the operation, sizes or dtypes: torch's analyser's verdicts."""
-    if len(dumps) < 2:
-        return []
-    details = {f"{DUMP_PREFIX}{rank}": {"rank": rank, "entries": d.get("entries", []), "version": d.get("version"),
-                                        "pg_config": d.get("pg_config") or {}} for rank, d in dumps.items()}
+def _stalls(name: str, group: _Group, by_rank: Dict[int, Dump]) -> Tuple[str, Optional[str]]:
+    """The group's line (last collective in common) and its finding, if some ranks went further."""
+    label = _label(name, group)
+    ranks = sorted(group.last)
+    common = min(group.last.values())
+    first = group.first.get(common)
+    line = (f"{label} ({ranks_text(ranks)}): last collective every rank entered: #{common}"
+            + (f" ({first[1].op})" if first else ""))
+    ahead = [r for r in ranks if group.last[r] > common]
+    if not ahead:
+        return line, None
+    behind = [r for r in ranks if group.last[r] == common]
+    following = group.first.get(common + 1)  # the lowest rank that entered it, and its entry
+    waited = _waited(by_rank[following[0]], following[1]) if following else None
+    return line, (f"{ranks_text(behind)} never entered collective #{common + 1} "
+                  f"({following[1].op if following else '?'} on {label}); {ranks_text(ahead)} "
+                  f"waited in it{f' for {waited:.1f} s' if waited is not None else ''}")
+
+
+def _mismatches(name: str, group: _Group) -> List[str]:
+    """Collectives whose ranks disagree on the operation, the sizes or the dtypes."""
+    label = _label(name, group)
+    found = [seq for seq in sorted(group.sides) if len(group.sides[seq]) > 1]
+    lines = []
+    for seq in found[:MAX_MISMATCHES]:
+        sides = group.sides[seq]
+        signatures = list(sides)
+        what = "operation" if len({s[0] for s in signatures}) > 1 else \
+            "sizes" if len({s[1:3] for s in signatures}) > 1 else "dtypes"
+        shown = sorted(sides.values(), key=lambda side: side[1][0])
+        parts = [f"{ranks_text(ranks)} {entry.op} {entry.input_sizes} {list(entry.input_dtypes)}"
+                 for entry, ranks in shown[:MAX_SIDES]]
+        if len(shown) > MAX_SIDES:
+            parts.append(f"and {len(shown) - MAX_SIDES} more ways")
+        lines.append(f"collective #{seq} on {label}: the ranks disagree on the {what}: {', '.join(parts)}")
+    if len(found) > MAX_MISMATCHES:
+        lines.append(f"and {len(found) - MAX_MISMATCHES} more collectives on {label} whose ranks disagree")
+    return lines
+
+
+def _capped(lines: List[str], kind: str) -> List[str]:
+    return lines[:MAX_NOTED] + ([f"and {len(lines) - MAX_NOTED} more {kind}"] if len(lines) > MAX_NOTED else [])
+
+
+def diagnose(found: Iterable[Dump], world_size: Optional[int] = None) -> Diagnosis:
+    """Compare this run's dumps, process group by process group. ``world_size``: the job's, when
+    known (the recorder's); else the largest a dump claims and is believed."""
+    by_rank = {dump.rank: dump for dump in sorted(found, key=lambda d: d.rank)}
+    claims = [d.world_size for d in by_rank.values() if d.world_size is not None]
+    world_size = world_size or max(claims, default=None)
+    result = Diagnosis(ranks=list(by_rank), world_size=world_size)
+    findings, groups = [], []
+    if world_size:
+        absent = Ranks.span(0, world_size).minus(Ranks.of(by_rank))
+        if absent:
+            result.missing = absent.text()
+            findings.append(f"no dump from {absent.text()}: {'it' if len(absent) == 1 else 'they'} ended without "
+                            "one (killed with SIGKILL, or crashed inside a collective)")
+    folded = _fold(by_rank)
+    mismatches = []
+    for name in sorted(folded):
+        line, stall = _stalls(name, folded[name], by_rank)
+        groups.append(line)
+        findings.extend([stall] if stall else [])
+        mismatches.extend(_mismatches(name, folded[name]))
+    result.findings = [_line(text) for text in findings + mismatches]
+    result.groups = [_line(text) for text in groups]
+    remarks = [f"{dump.name}: {remark}" for dump in by_rank.values() for remark in dump.remarks]
+    result.notes = [_line(text) for text in _capped(remarks, "remarks")]
+    return result
+
+
+# -- a run directory ----------------------------------------------------------------------------
+def diagnose_dir(run_dir: Path, since_ns: Optional[int] = None,
+                 world_size: Optional[int] = None) -> Tuple[Diagnosis, Dict[int, Path]]:
+    """The diagnosis of the dumps in ``run_dir`` made at or after ``since_ns`` (None: every dump),
+    and where this run's dumps are."""
+    run_dir = Path(run_dir)
+    scanned = dumps.scan(run_dir, since_ns)
+    result = diagnose(scanned.current, world_size)
+    result.run_started_ns = since_ns
+    result.stale = [_line(name) for name in scanned.stale]
+    result.unreadable = [_line(reason) for reason in scanned.unreadable]
+    notes = []
+    if scanned.stale:
+        names = ", ".join(scanned.stale[:MAX_NOTED]) + (f" and {len(scanned.stale) - MAX_NOTED} more"
+                                                        if len(scanned.stale) > MAX_NOTED else "")
+        notes.append(f"{len(scanned.stale)} stale dump{'s' if len(scanned.stale) > 1 else ''}, from an earlier run "
+                     f"(older than this run's start; left in place, not analysed): {names}")
+    notes += _capped([f"unreadable, not analysed: {reason}" for reason in scanned.unreadable], "unreadable dumps")
+    if since_ns is None and scanned.current:
+        notes.append(f"no report in {run_dir} records when this run started: every dump was analysed, whichever "
+                     "run made it")
+    result.notes = [_line(text) for text in notes] + result.notes
+    return result, {dump.rank: run_dir / dump.name for dump in scanned.current}
+
+
+def findings(run_dir: Path, since_ns: Optional[int] = None, world_size: Optional[int] = None) -> dict:
+    """What this run's dumps in ``run_dir`` show, as the report's ``distributed.hang`` (``dumps``: their
+    names). ``since_ns``: the run's start (the recorder knows it); None: from the run's reports."""
+    run_dir = Path(run_dir)
     try:
-        # Its logger prints to stderr (even a warning while it is imported): keep it quiet.
-        from torch.distributed.flight_recorder.components.fr_logger import FlightRecorderLogger
-
-        analyser_log = FlightRecorderLogger().logger
-        saved = (analyser_log.handlers[:], analyser_log.propagate)
-        analyser_log.handlers, analyser_log.propagate = [logging.NullHandler()], False
-        try:
-            from torch.distributed.flight_recorder.components.builder import build_db
-            from torch.distributed.flight_recorder.components.config_manager import JobConfig
-
-            db = build_db(details, JobConfig().parse_args([".", "--allow-incomplete-ranks"]),
-                          details[next(iter(details))]["version"])
-        finally:
-            analyser_log.handlers, analyser_log.propagate = saved
-    except Exception:  # noqa: BLE001 - no analyser in this torch, or dumps it cannot read: no verdict
-        return []
-    found = []
-    for collective in db.collectives:
-        if not collective.mismatch_collectives:
-            continue
-        kind = getattr(getattr(next(iter(collective.mismatch_collectives.values())), "type_of_mismatch", None),
-                       "state", None)
-        what = {"COLLECTIVE_TYPE_MISMATCH": "operation", "SIZE_OR_SYNTAX_MISMATCH": "sizes",
-                "COLLECTIVE_DTYPE_MISMATCH": "dtypes"}.get(getattr(kind, "name", ""), "state")
-        group = collective.pg_desc.split(":", 1)[0]
-        sides = [f"rank {rank} {_op(e)} {e.get('input_sizes')} {e.get('input_dtypes')}"
-                 for rank, dump in sorted(dumps.items()) for e in dump.get("entries", [])
-                 if e.get("collective_seq_id") == collective.collective_seq_id
-                 and str((e.get("process_group") or ("",))[0]) == group]
-        found.append(f"collective #{collective.collective_seq_id} on {collective.pg_desc.split(':', 1)[-1]}: the "
-                     f"ranks disagree on the {what}: {', '.join(sides)}")
-    return found
+        if since_ns is None:
+            since_ns = dumps.run_started_ns(run_dir)
+        diagnosis, paths = diagnose_dir(run_dir, since_ns, world_size)
+    except Exception as error:  # noqa: BLE001 - a bug here must not cost the report or the doctor's answer
+        diagnosis, paths = Diagnosis(ranks=[], world_size=world_size, run_started_ns=since_ns), {}
+        diagnosis.notes = [_line(f"the dumps could not be analysed: {type(error).__name__}: {error}")]
+    return {"dump_dir": _line(str(run_dir)), "dumps": [p.name for p in paths.values()], **diagnosis.as_dict()}
 
 
-def diagnose_dir(run_dir: Path) -> Tuple[Diagnosis, Dict[int, Path]]:
-    """The diagnosis of the dumps in ``run_dir``, and where they are."""
-    paths = find_dumps(run_dir)
-    dumps = {rank: dump for rank, path in paths.items() if (dump := load(path)) is not None}
-    return diagnose(dumps), paths
-
-
-def findings(run_dir: Path) -> dict:
-    """What the dumps in ``run_dir`` show, as the report's ``distributed.hang`` (``dumps``: their names)."""
-    diagnosis, paths = diagnose_dir(run_dir)
-    return {"dump_dir": str(run_dir), "dumps": [p.name for p in paths.values()], **diagnosis.as_dict()}
-
-
+# -- the command ----------------------------------------------------------------------------------
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="bootstrap hang", description=__doc__.splitlines()[0])
+    parser = outbound.ArgumentParser(prog="bootstrap hang", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="the job's output directory, which holds the ranks' dumps")
     parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:
         return stop.code if isinstance(stop.code, int) else 2
-    if not args.run_dir.is_dir():
-        print(f"bootstrap hang: {args.run_dir}: no such directory.", file=sys.stderr)
+    try:
+        return _answer(args.run_dir, args.json)
+    except Exception as error:  # noqa: BLE001 - whatever happens, a line and 2: exit 1 means a divergence
+        outbound.say(f"bootstrap hang: {args.run_dir}: the dumps could not be analysed: {type(error).__name__}: "
+                     f"{error}", err=True, one_line=True)
         return 2
-    diagnosis, paths = diagnose_dir(args.run_dir)
+
+
+def _answer(run_dir: Path, as_json: bool) -> int:
+    if not run_dir.is_dir():
+        outbound.say(f"bootstrap hang: {run_dir}: no such directory.", err=True, one_line=True)
+        return 2
+    diagnosis, paths = diagnose_dir(run_dir, dumps.run_started_ns(run_dir))
     if not diagnosis.ranks:
-        print(f"bootstrap hang: {args.run_dir} holds no flight-recorder dump ({DUMP_PREFIX}<rank>). The bootstrap "
-              "writes one per rank when a job under a process group fails, times out or gets SIGTERM.",
-              file=sys.stderr)
+        of_this_run = " from this run" if diagnosis.stale or diagnosis.unreadable else ""
+        outbound.say(f"bootstrap hang: {run_dir} holds no flight-recorder dump{of_this_run} ({DUMP_PREFIX}<rank>). "
+                     "The bootstrap writes one per rank when a job under a process group fails, times out or gets "
+                     "SIGTERM.", err=True, one_line=True)
+        for note in diagnosis.notes:
+            outbound.say(f"  {note}", err=True, one_line=True)
         return 2
-    if args.json:
-        print(json.dumps({**diagnosis.as_dict(), "dumps": [str(p) for p in paths.values()]}, indent=2))
+    if as_json:
+        outbound.say_json({**diagnosis.as_dict(), "dumps": [str(p) for p in paths.values()]})
     else:
-        print(f"bootstrap hang: {args.run_dir} (dumps from {_ranks_text(diagnosis.ranks)})")
-        print("\n".join(f"  {line}" for line in diagnosis.groups))
-        print("\n".join(f"  {line}" for line in diagnosis.findings) or "  no divergence between the ranks")
+        lines = [f"bootstrap hang: {run_dir} (dumps from {ranks_text(diagnosis.ranks)})"]
+        lines += [f"  {line}" for line in diagnosis.groups]
+        lines += [f"  {line}" for line in diagnosis.findings] or ["  no divergence between the ranks"]
+        lines += [f"  {line}" for line in diagnosis.notes]
+        for line in lines:
+            outbound.say(line, one_line=True)
     return 1 if diagnosis.findings else 0

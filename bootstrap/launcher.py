@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from bootstrap.errors import ConfigError
 from bootstrap.textenum import TextEnum
@@ -19,12 +19,18 @@ from bootstrap.textenum import TextEnum
 # registered ranges most services use, below the kernel's ephemeral range (32768+).
 DERIVED_PORT_BASE = 20000
 DERIVED_PORT_SPAN = 10000
+MAX_PORT = 65535
+MAX_RANKS = 2**31 - 1  # torch holds ranks and world sizes in a C int
+# What torchrun takes for --nproc-per-node besides a count (Kubeflow passes nprocPerNode on as
+# PET_NPROC_PER_NODE): torchrun counts the processes itself, so they say nothing to python started directly.
+TORCHRUN_COUNT_WORDS = ("auto", "cpu", "gpu", "xpu")
 
 
 class Launcher(TextEnum):
     single = "single"  # one process, nothing started it as a rank
     torchrun = "torchrun"  # torchrun / torch elastic (and what uses it: accelerate launch, torchrun in a pod)
     ray = "ray"  # a Ray Train worker: Ray set the variables and made the process group
+    ray_task = "ray_task"  # one process in a Ray worker: a task or actor (hydra-ray-launcher's jobs)
     kubeflow = "kubeflow"  # python started directly in a Kubeflow PyTorchJob pod
     lightning = "lightning"  # a rank >= 1 that Lightning's `ddp` strategy re-launched
     mpi = "mpi"  # mpirun / mpiexec: Open MPI, MPICH, Intel MPI, MVAPICH
@@ -44,6 +50,8 @@ class Launch:
     master_addr: Optional[str] = None
     master_port: Optional[int] = None
     job_id: Optional[str] = None  # the scheduler's id for the job (all its ranks share it), if it has one
+    # A single process's MASTER_PORT that is not a port: refused only where a group is made (see detect)
+    port_problem: Optional[str] = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "launcher", Launcher(self.launcher))
@@ -112,20 +120,46 @@ class Hints:
     master_port: Optional[int] = None  # env.distributed.master_port
 
     def address(self, environ: Mapping[str, str]) -> Tuple[Optional[str], Optional[int]]:
-        """MASTER_ADDR/MASTER_PORT in the environment win over the preset's, as any user setting does."""
-        port_text = environ.get("MASTER_PORT")
-        port = int(port_text) if port_text and port_text.isdigit() else self.master_port
+        """MASTER_ADDR/MASTER_PORT in the environment win over the preset's, as any user setting does.
+
+        A MASTER_PORT that is not a port is refused, not passed over: torch (Lightning, accelerate, the
+        task's own init_process_group) would read it later and fail with a bare ``int()`` error."""
+        port = self.master_port
+        if environ.get("MASTER_PORT"):  # empty: unset, as a shell's `MASTER_PORT= cmd` means
+            port = whole_number("MASTER_PORT", environ["MASTER_PORT"], 1, MAX_PORT, fix=(
+                "Export a free port (MASTER_PORT=29500), or unset it: the preset's distributed.master_port "
+                "is used then, or a port derived from the job id."))
         return environ.get("MASTER_ADDR") or self.master_addr, port
 
 
+def _quoted(name: str, value: str, limit: int = 24) -> str:
+    """A variable's value as a message quotes it: masked where its name says secret, cut when long."""
+    from bootstrap.masking import masked
+
+    text = masked(name, value)
+    return f"{text[:limit]!r}... ({len(text)} characters)" if len(text) > limit else repr(text)
+
+
+def whole_number(name: str, text: str, low: int, high: int, fix: str = "") -> int:
+    """``text`` as an integer in [low, high], or a ConfigError naming the variable, its value and the fix.
+
+    Strict on purpose: only ASCII digits. ``int()`` would also take ``" 2"``, ``"+2"``, ``"2_0"`` and
+    other scripts' digits, which the other programs that read the variable may not; a value the
+    bootstrap reads must be one every reader reads the same way."""
+    text = text.strip(" \t\n")  # as torch's int() reads it: a ConfigMap's trailing newline is no error
+    digits = text.lstrip("0") or ("0" if text else "")
+    if text.isascii() and text.isdigit() and len(digits) <= len(str(high)) and low <= int(digits) <= high:
+        return int(digits)
+    what = "a TCP port" if name.endswith("_PORT") else "a whole number"
+    fix = fix or "It comes from the launcher: check how the job was started, or unset it if you exported it."
+    raise ConfigError(f"{name}={_quoted(name, text)} is not {what} from {low} to {high}. {fix}")
+
+
 def _int(environ: Mapping[str, str], name: str, default: Optional[int] = None) -> int:
+    """A rank, a size or a count from the launcher's variables (see :func:`whole_number`)."""
     if name not in environ and default is not None:
         return default
-    value = environ[name]
-    try:
-        return int(value)
-    except ValueError:
-        raise ConfigError(f"{name}={value!r} is not an integer; check how the job was launched.") from None
+    return whole_number(name, environ[name], 0, MAX_RANKS)
 
 
 def _torchrun_style(launcher: Launcher, environ: Mapping[str, str], hints: Hints, node_var: str = "GROUP_RANK",
@@ -159,6 +193,33 @@ def _ray(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     return _torchrun_style(Launcher.ray, environ, hints, node_var="NODE_RANK", job_id=environ.get("RAY_JOB_ID"))
 
 
+def _ray_task(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
+    """One process in a Ray worker (RAY_RAYLET_PID) without rank variables: a task or an actor, as
+    hydra-ray-launcher runs each job."""
+    if "RAY_RAYLET_PID" not in environ or _has_rank(environ):
+        return None
+    return Launch(Launcher.ray_task, master_addr=hints.master_addr, master_port=hints.master_port,
+                  job_id=environ.get("RAY_JOB_ID"))
+
+
+def exported_by_launcher(launch: Launch, environ: Mapping[str, str], own_cpus: Optional[int]) -> Dict[str, str]:
+    """The variables in ``environ`` that the launcher itself set, not the user: each ranks below the
+    preset and is reported as the launcher's.
+
+    Ray sets OMP_NUM_THREADS to the CPUs it assigned a task (``own_cpus``) where it is unset, and
+    torchrun sets it to 1 for more than one process per node where it is unset. Neither marks it: a
+    value equal to theirs is taken as theirs, so a user's own equal value ranks below the preset too
+    (docs/distributed.md says to set env.threads.intra_op to keep it)."""
+    omp = environ.get("OMP_NUM_THREADS")
+    if omp is None:
+        return {}
+    if launch.launcher in (Launcher.ray, Launcher.ray_task) and own_cpus is not None and omp == str(own_cpus):
+        return {"OMP_NUM_THREADS": omp}
+    if launch.launcher is Launcher.torchrun and launch.local_world_size > 1 and omp == "1":
+        return {"OMP_NUM_THREADS": omp}
+    return {}
+
+
 def _kubeflow(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     """Python started directly in a Kubeflow PyTorchJob pod (training-operator's envvar.go).
 
@@ -170,7 +231,10 @@ def _kubeflow(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     if not (_has_rank(environ) and ({"PET_NNODES", "PET_NPROC_PER_NODE"} & environ.keys())):
         return None
     per_pod = environ.get("PET_NPROC_PER_NODE", "1")
-    if per_pod.isdigit() and int(per_pod) > 1:
+    if per_pod not in TORCHRUN_COUNT_WORDS and whole_number(
+            "PET_NPROC_PER_NODE", per_pod, 1, MAX_RANKS,
+            fix="Set the PyTorchJob's nprocPerNode to a count (1 when python is started directly), "
+                "or to auto.") > 1:
         raise ConfigError(f"kubeflow: this PyTorchJob runs {per_pod} processes per pod (PET_NPROC_PER_NODE), but "
                           f"python was started directly, so RANK={environ['RANK']} is the pod's index, not a process "
                           "rank. Start the processes with torchrun inside the pod (command: torchrun "
@@ -286,6 +350,7 @@ Detector = Callable[[Mapping[str, str], Hints], Optional[Launch]]
 DETECTORS: Tuple[Tuple[Launcher, Detector], ...] = (
     (Launcher.torchrun, _torchrun),
     (Launcher.ray, _ray),
+    (Launcher.ray_task, _ray_task),
     (Launcher.kubeflow, _kubeflow),
     (Launcher.lightning, _lightning),
     (Launcher.mpi, _mpi),
@@ -308,7 +373,14 @@ def detect(
         launch = detector(environ, hints)
         if launch is not None:
             return launch
-    addr, port = hints.address(environ)
+    try:
+        addr, port = hints.address(environ)
+    except ConfigError as problem:
+        # One process reads MASTER_PORT only to make a group (env.distributed.init=always). Kubernetes
+        # puts `MASTER_PORT=tcp://10.0.0.5:7077` in every pod of a namespace with a Service named
+        # `master`: that must not stop a job that never makes one.
+        return Launch(Launcher.single, master_addr=environ.get("MASTER_ADDR") or hints.master_addr,
+                      master_port=hints.master_port, job_id=slurm_job_id(environ), port_problem=str(problem))
     return Launch(Launcher.single, master_addr=addr, master_port=port, job_id=slurm_job_id(environ))
 
 
@@ -357,7 +429,7 @@ def _split_top_level(text: str) -> List[str]:
 
 def _range_bounds(part: str, group: str) -> Tuple[str, str]:
     low, _, high = part.partition("-")
-    if not low.isdigit() or (high and not high.isdigit()):
+    if not re.fullmatch(r"\d{1,18}", low, re.ASCII) or (high and not re.fullmatch(r"\d{1,18}", high, re.ASCII)):
         raise ConfigError(f"Cannot read the host range [{group}] in SLURM_NODELIST.")
     if high and int(high) < int(low):
         raise ConfigError(f"The host range [{group}] in SLURM_NODELIST runs backwards.")
@@ -384,7 +456,7 @@ def tasks_on_node(compact: str, node: int) -> int:
     """
     count = 0
     for part in compact.split(","):
-        match = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
+        match = re.fullmatch(r"(\d{1,9})(?:\(x(\d{1,9})\))?", part.strip(), re.ASCII)
         if match is None:
             raise ConfigError(f"Cannot read the tasks per node {compact!r} (SLURM_TASKS_PER_NODE).")
         count, repeat = int(match.group(1)), int(match.group(2) or 1)
@@ -395,7 +467,7 @@ def tasks_on_node(compact: str, node: int) -> int:
 
 
 def derived_port(job_id: str) -> int:
-    digits = re.sub(r"\D", "", job_id) or "0"
+    digits = re.sub(r"[^0-9]", "", job_id)[-9:] or "0"  # the last digits decide the remainder: no huge int
     return DERIVED_PORT_BASE + int(digits) % DERIVED_PORT_SPAN
 
 

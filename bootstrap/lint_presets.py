@@ -14,13 +14,11 @@ findings as a job's report holds them.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from bootstrap import presets
+from bootstrap import outbound, presets
 from bootstrap.masking import masked_text
 
 
@@ -56,20 +54,24 @@ def lint_dir(conf_dir: Path) -> Dict[str, dict]:
 
 
 def format_text(conf_dir: Path, results: Dict[str, dict]) -> str:
-    lines = [f"bootstrap lint: {conf_dir} ({len(results)} preset{'s' if len(results) != 1 else ''})"]
+    """One line per preset and per finding: a file name or a message holding a newline stays on its line."""
+    def line(text: str) -> str:
+        return outbound.clean(text, one_line=True)
+
+    lines = [line(f"bootstrap lint: {conf_dir} ({len(results)} preset{'s' if len(results) != 1 else ''})")]
     for name, result in results.items():
         if result["error"]:
-            lines.append(f"env={name}: does not load: {result['error']}")
+            lines.append(line(f"env={name}: does not load: {result['error']}"))
         elif not result["lint"]:
-            lines.append(f"env={name}: clean")
+            lines.append(line(f"env={name}: clean"))
         else:
-            lines.append(f"env={name}: {len(result['lint'])} finding{'s' if len(result['lint']) != 1 else ''}")
-            lines += [f"  {f['name']}  {f['kind']}  {f['message']}" for f in result["lint"]]
+            lines.append(line(f"env={name}: {len(result['lint'])} finding{'s' if len(result['lint']) != 1 else ''}"))
+            lines += [line(f"  {f['name']}  {f['kind']}  {f['message']}") for f in result["lint"]]
     return "\n".join(lines)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="bootstrap lint", description=__doc__.splitlines()[0])
+    parser = outbound.ArgumentParser(prog="bootstrap lint", description=__doc__.splitlines()[0])
     parser.add_argument("conf_dir", nargs="?", type=Path, help="a config directory holding env/*.yaml")
     parser.add_argument("--config-path", type=Path, help="the same, as the doctor takes it (default: the shipped "
                                                          "presets)")
@@ -79,23 +81,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     except SystemExit as stop:  # argparse has printed its usage and message
         return stop.code if isinstance(stop.code, int) else 2
     if args.conf_dir and args.config_path and args.conf_dir != args.config_path:
-        print("bootstrap lint: give the config directory once, as CONF_DIR or --config-path.", file=sys.stderr)
+        outbound.say("bootstrap lint: give the config directory once, as CONF_DIR or --config-path.", err=True)
         return 2
     conf_dir = args.conf_dir or args.config_path or presets.CONF_DIR
     if not conf_dir.is_dir():
-        print(f"bootstrap lint: {masked_text(str(conf_dir))}: no such directory.", file=sys.stderr)
+        outbound.say(f"bootstrap lint: {masked_text(str(conf_dir))}: no such directory.", err=True, one_line=True)
         return 2
     if not preset_names(conf_dir):
-        print(f"bootstrap lint: {masked_text(str(conf_dir))} holds no presets (no {presets.GROUP}/*.yaml).",
-              file=sys.stderr)
+        outbound.say(f"bootstrap lint: {masked_text(str(conf_dir))} holds no presets (no {presets.GROUP}/*.yaml).",
+                     err=True, one_line=True)
         return 2
     try:
         results = lint_dir(conf_dir)
     except Exception as error:  # noqa: BLE001 - the directory itself could not be read as Hydra config
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        print(f"bootstrap lint: {masked_text(first)}", file=sys.stderr)
+        outbound.say(f"bootstrap lint: {masked_text(first)}", err=True, one_line=True)
         return 2
-    print(json.dumps({"presets": results}, indent=2) if args.json else format_text(conf_dir, results))
+    if args.json:
+        outbound.say_json({"presets": results})
+    else:
+        outbound.say(format_text(conf_dir, results))
     return 0 if all(not r["lint"] and not r["error"] for r in results.values()) else 1
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Collection, Dict, Mapping, Optional, Tuple
 
 from bootstrap import environ, mesh, seeding
+from bootstrap.dumps import DUMP_PREFIX
 from bootstrap.errors import ConfigError
-from bootstrap.hang import DUMP_PREFIX
-from bootstrap.launcher import Launch
+from bootstrap.launcher import Launch, exported_by_launcher
 from bootstrap.readers import ProcessState
 from bootstrap.schema import AUTO, DistributedInit, EnvConfig, SeedOffset, TorchSettings
 
@@ -104,15 +104,20 @@ def make_plan(
         if create_group or launch.world_size > 1 else {}
     requested_vars = {n: environ.normalize(n, v, key) for n, v in preset.vars.items()}
     sharing = ranks_sharing_cpus(launch, cpus, launcher_cpus or cpus, cpus_are_own)
+    by_launcher = exported_by_launcher(launch, environ_now, cpus if cpus_are_own else None)
     threads = _threads(preset, key, environ_now, requested_vars.get("OMP_NUM_THREADS")
-                       if "OMP_NUM_THREADS" in explicit_vars else None, cpus, sharing, machine_cpus, launch)
+                       if "OMP_NUM_THREADS" in explicit_vars else None, cpus, sharing, machine_cpus, launch,
+                       by_launcher)
     recorder = dist.flight_recorder
     distributed = create_group or launch.world_size > 1
+    if distributed and launch.port_problem:
+        raise ConfigError(f"{key}.distributed: {launch.port_problem}")
     dump_dir = (recorder.dump_dir or output_dir) if recorder.enabled and distributed else None
     derived = {n: environ.normalize(n, v, key)
                for n, v in _derived_vars(preset, threads, distributed, dump_dir).items()}
     decisions = environ.plan_vars({**derived, **requested_vars},  # the preset's own entries win over derived ones
-                                  environ_now, env_set, explicit_vars, state)
+                                  environ_now, env_set, explicit_vars, state,
+                                  by_launcher={name: launch.launcher.value for name in by_launcher})
     _check_buffer_sizes(decisions, key)
     global_seed = None
     if preset.seed is not None:
@@ -160,11 +165,12 @@ def ranks_sharing_cpus(launch: Launch, cpus: int, launcher_cpus: int, cpus_are_o
 
 
 def _threads(preset: EnvConfig, key: str, environ_now: Mapping[str, str], command_line_omp: Optional[str],
-             cpus: int, sharing: int, machine_cpus: int, launch: Launch) -> ThreadPlan:
+             cpus: int, sharing: int, machine_cpus: int, launch: Launch,
+             by_launcher: Mapping[str, str]) -> ThreadPlan:
     if command_line_omp is not None:
         user_omp: Optional[str] = command_line_omp
-    elif "OMP_NUM_THREADS" in environ.inherited_names(environ_now):
-        user_omp = None  # a parent's bootstrap chose it for a different number of ranks
+    elif "OMP_NUM_THREADS" in environ.inherited_names(environ_now) or "OMP_NUM_THREADS" in by_launcher:
+        user_omp = None  # a parent's bootstrap or the launcher chose it, not the user
     else:
         user_omp = environ_now.get("OMP_NUM_THREADS")
     intra = check_thread_count(resolve_threads(preset.threads.intra_op, cpus, sharing, user_omp),
@@ -174,7 +180,9 @@ def _threads(preset: EnvConfig, key: str, environ_now: Mapping[str, str], comman
     # For one process, ``auto`` is what libgomp picks anyway, and exporting it would hide the
     # variable's absence from frameworks that divide the CPUs among the processes they start
     # (Lightning's DDP, torchrun: both set OMP_NUM_THREADS only where it is unset).
-    exported = preset.threads.intra_op != AUTO or launch.local_world_size > 1 or user_omp is not None
+    # A launcher's value is replaced (or confirmed) in the open, so the report says whose it is.
+    exported = preset.threads.intra_op != AUTO or launch.local_world_size > 1 or user_omp is not None \
+        or "OMP_NUM_THREADS" in by_launcher
     return ThreadPlan(intra, inter, exported)
 
 

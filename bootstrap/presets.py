@@ -19,6 +19,18 @@ ALIAS_GROUP = "bootstrap_env"
 # ``bootstrap_env`` has an ``env`` node of its own that is not ours.
 KEYS = (ALIAS_GROUP, GROUP)
 CPU_PRESET = "cpu_debug"  # the default, and the one suggested when a GPU preset does not fit
+# The preset beneath the callback's own node: the form that works for every primary config,
+# dataclass ones (hydra-zen, Hydra's structured configs) included, which refuse a new top-level
+# key (`+env=...`): `hydra/callbacks=bootstrap '+env@hydra.callbacks.bootstrap.env=cpu_debug'`.
+CALLBACK_KEY = "hydra.callbacks.bootstrap.env"
+
+
+def choose_override(key: str, preset: str, prefix: str = "") -> str:
+    """The override that chooses ``preset`` for the node ``key``: ``env=h100``, ``+env=h100`` (``prefix``)
+    or ``+env@hydra.callbacks.bootstrap.env=h100``."""
+    if key == CALLBACK_KEY:
+        return f"+{GROUP}@{CALLBACK_KEY}={preset}"
+    return f"{prefix}{key}={preset}"
 
 
 def group_for(key: str) -> str:

@@ -18,14 +18,14 @@ import platform
 import signal
 import time
 from pathlib import Path
-from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Collection, List, Mapping, Optional, Sequence
 
-from bootstrap import active, environ, launcher, overrides, readers, report, runtime, schema, seeding, versions
+from bootstrap import active, environ, launcher, outbound, readers, report, runtime, schema, seeding, verdict, versions
 from bootstrap.changes import ProcessChanges, sigterm_held
-from bootstrap.errors import ConfigError, LintError, MismatchError
+from bootstrap.errors import ConfigError
 from bootstrap.plan import Plan, make_plan
+from bootstrap.records import Report
 from bootstrap.report import Applied, GroupState, JobInfo, JobStatus
-from bootstrap.schema import LintPolicy, OnMismatch
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,9 @@ class Session:
     """One job's bootstrap. Use as a context manager, or call ``apply()`` and ``close()``.
 
     While applied, the task reads it through :func:`current`: ``device``, ``rank``,
-    ``local_rank``, ``world_size``, ``mesh`` and ``data_seed``.
+    ``local_rank``, ``world_size``, ``mesh`` and ``data_seed``. ``report`` is the job's record,
+    a typed :class:`bootstrap.records.Report` (``session.report.threads.intra_op``);
+    ``session.report.to_json()`` is what ``bootstrap.json`` holds, before the way out masks it.
     """
 
     def __init__(self, env_cfg: Any, *, name: Optional[str] = None, key: str = "env",
@@ -52,9 +54,10 @@ class Session:
         self.env_set = dict(env_set or {})
         self.explicit_vars = frozenset(explicit_vars)
         self.job_overrides = [str(o) for o in job_overrides]
+        _remember_secrets(self.preset, self.job_overrides)  # masked in everything written, the task's error too
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.job_num = job_num
-        self.report: Dict[str, Any] = {}
+        self.report: Optional[Report] = None  # the job's record (bootstrap.json) once apply() has made it
         self.plan: Optional[Plan] = None
         self.launch: Optional[launcher.Launch] = None
         self.resolved = None  # env=auto: the auto.Choice it made
@@ -63,6 +66,7 @@ class Session:
         self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
         self._recorder = None  # flightrec.JobRecorder, under a process group
         self._changes: Optional[ProcessChanges] = None  # while applied
+        self._masking_logs = False  # holds outbound.MaskedLogs while applied
 
     rank = property(lambda self: self.launch.rank if self.launch else 0)
     local_rank = property(lambda self: self.launch.local_rank if self.launch else 0)
@@ -131,7 +135,7 @@ class Session:
 
         return lint.for_preset(self.preset, self.key, found, platform.machine(), versions.openmp_runtimes)
 
-    def preview(self) -> Dict[str, Any]:
+    def preview(self) -> Report:
         """The report ``apply()`` would write, worked out without changing the process (``bootstrap doctor``).
 
         Hydra's ``env_set`` counts as already in the environment, as it is when a job starts."""
@@ -147,22 +151,29 @@ class Session:
     # -- applying ----------------------------------------------------------------------------
     def apply(self) -> "Session":
         """Apply the preset to this process; on any failure, put it back and raise."""
-        active.push(self, self._apply)
+        outbound.MaskedLogs.hold()  # every log record while the job runs, whichever logger made it
+        self._masking_logs = True
+        try:
+            active.push(self, self._apply)
+        except BaseException:
+            self._release_logs()
+            raise
         return self
+
+    def _release_logs(self) -> None:
+        if self._masking_logs:
+            self._masking_logs = False
+            outbound.MaskedLogs.release()
 
     def _apply(self) -> None:
         started, warnings = time.perf_counter(), []
         started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
         plan = self._make_plan(os.environ, warnings)
-        if self.preset.lint is LintPolicy.error:  # names are checked before anything is applied
-            from bootstrap import lint
-
-            stop = lint.stopping(self._lint())
-            if stop:
-                message = lint.stop_message(stop, self.key)
-                self._record(plan, versions.detect(), [], None, warnings, started, JobStatus.CHECK_FAILED, message,
-                             lint=stop)
-                raise LintError(message)
+        refused = verdict.before_apply(self.preset, self.key, plan, os.environ)  # the doctor's verdict too
+        if refused:  # the lint's stops and values torch would refuse: nothing is applied yet
+            self._record(plan, versions.detect(), [], None, warnings, started, JobStatus.CHECK_FAILED,
+                         refused[0].message, lint=refused[0].lint, started_ns=started_ns)
+            raise refused[0].exception()
         self._changes = ProcessChanges(self.env_set, self._close_interrupted)
         found, checks = None, []
         try:
@@ -173,14 +184,12 @@ class Session:
             # creates the CUDA context, which reads CUDA_* variables.
             found = versions.detect()
             checks = versions.check(self.preset.requires, found, plan.device_type)
-            if not all(c.ok for c in checks):
-                warn = self.preset.on_mismatch is OnMismatch.warn
-                message = versions.mismatch_message(self.name, checks, self.key, warn=warn,
-                                                    chosen_as=overrides.preset_prefix(self.job_overrides, self.key))
-                if not warn:
-                    self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, message)
-                    raise MismatchError(message)
-                _warn(warnings, message)
+            refused = verdict.after_checks(self.preset, self.name, self.key, checks, self.job_overrides)
+            if refused:
+                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, refused.message,
+                             started_ns=started_ns)
+                raise refused.exception()
+            _warn(warnings, verdict.mismatch_warning(self.name, self.key, checks, self.job_overrides))
             _warn(warnings, self._device(plan, found))
             device = self.device
             intra, inter, inter_note = runtime.apply_settings(plan.torch, plan.threads.intra_op, plan.threads.inter_op)
@@ -208,23 +217,25 @@ class Session:
             for finding in findings:
                 log.warning("lint: %s", finding)
             applied = Applied(intra, inter, tuple(seeded), group_state, backend, self.mesh is not None)
-            self._record(plan, found, checks, applied, warnings, started, lint=findings)  # unwritable: fails the job
+            self._record(plan, found, checks, applied, warnings, started, lint=findings,  # unwritable: fails the job
+                         started_ns=started_ns)
             log.info("bootstrap\n%s", report.format_table(self.report))
         except BaseException as error:
             self._undo()
-            if isinstance(error, (KeyboardInterrupt, SystemExit)) and not self.report:
+            if isinstance(error, (KeyboardInterrupt, SystemExit)) and self.report is None:
                 try:  # a signal before the job started (a rendezvous waiting for a peer): say so
                     self._record(plan, found or versions.detect(), checks, None, warnings, started,
-                                 JobStatus.INTERRUPTED, f"stopped during start-up ({type(error).__name__})")
+                                 JobStatus.INTERRUPTED, f"stopped during start-up ({type(error).__name__})",
+                                 started_ns=started_ns)
                 except Exception as write_error:  # noqa: BLE001 - the interrupt matters; the record is a courtesy
                     log.warning("could not record the interrupted start: %s", write_error)
             raise
 
     def _record(self, plan: Plan, found: versions.Found, checks, applied: Optional[Applied], warnings: List[str],
                 started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None,
-                lint: Sequence[Any] = ()) -> None:
+                lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> None:
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
-                                   time.perf_counter() - started, status, lint)
+                                   time.perf_counter() - started, status, lint, started_ns)
         self._write(self.report, error=error)
 
     # -- closing -----------------------------------------------------------------------------
@@ -247,9 +258,9 @@ class Session:
                 log.warning("could not record the task's effects or the failing rank: %s", record_error)
             finally:  # also when Ctrl-C comes while the dumps are gathered
                 teardown = self._undo()
-                if self.report:
+                if self.report is not None:  # whatever the task returned, the record ends (report.finish)
                     if teardown is not None:
-                        self.report["distributed"]["teardown"] = teardown.value
+                        self.report.distributed.teardown = teardown.value
                     self._write(self.report, status, metrics, error)
 
     def _record_end(self, status: JobStatus, error: Any) -> Any:
@@ -270,10 +281,10 @@ class Session:
     def _forensics(self, status: JobStatus, error: Any) -> Optional[str]:
         """A job that did not complete under a process group: every rank's flight-recorder dump, and
         what they show (the report's ``distributed.hang``). Returns the finding, for torchrun's summary."""
-        if status is JobStatus.COMPLETED or self._recorder is None or not self.report:
+        if status is JobStatus.COMPLETED or self._recorder is None or self.report is None:
             return None
         reason = f"job {status.value}" + (f": {type(error).__name__}" if isinstance(error, BaseException) else "")
-        self.report["distributed"]["hang"] = hang = self._recorder.collect(reason)
+        self.report.distributed.hang = hang = self._recorder.collect(reason)
         return hang["finding"] if hang else None
 
     def _end_stuck(self, signum: int) -> None:
@@ -291,7 +302,7 @@ class Session:
             os._exit(128 + signum)
 
     def _record_task_effects(self) -> None:
-        if not self.report:
+        if self.report is None:
             return
         from bootstrap import distributed
 
@@ -307,21 +318,34 @@ class Session:
         active.remove(self)
         self._recorder = None
         changes, self._changes = self._changes, None
-        return changes.undo() if changes is not None else None
+        try:
+            return changes.undo() if changes is not None else None
+        finally:
+            self._release_logs()
 
-    def _write(self, record: Dict[str, Any], status: Optional[JobStatus] = None, metrics: Any = None,
+    def _write(self, record: Report, status: Optional[JobStatus] = None, metrics: Any = None,
                error: Any = None) -> None:
         if status is not None or error is not None:
-            report.finish(record, status or JobStatus(record["job"]["status"]), metrics, error)
-        if self.output_dir is not None:  # rank N of a world writes bootstrap.rank<N>.json
-            report.write_json_atomic(self.output_dir / report.report_name(self.rank, self.world_size), record)
+            report.finish(record, status or JobStatus(record.job.status), metrics, error)
+        if self.output_dir is not None:  # rank N of a world writes bootstrap.rank<N>.json; cleaned on the way out
+            outbound.write_json(self.output_dir / report.report_name(self.rank, self.world_size), record.to_json())
 
 
 _warned: set = set()
 
 
 def _text(error: Any) -> str:
-    return error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    """The error as one line, cleaned: it travels to the other ranks through the store."""
+    return outbound.clean(report.error_text(error), one_line=True)  # error_text: even when its __str__ raises
+
+
+def _remember_secrets(preset: schema.EnvConfig, job_overrides: Sequence[str]) -> None:
+    from bootstrap.masking import is_secret
+
+    outbound.remember_overrides(job_overrides)
+    for name, value in (preset.vars or {}).items():
+        if is_secret(name):
+            outbound.remember(value)
 
 
 def _warn(warnings: List[str], message: Optional[str], once: bool = False) -> None:

@@ -17,41 +17,49 @@ older than the nearest ``multirun.yaml`` above it (:func:`scan`). Without a
 is when no job is newer than it (a directory copied without its timestamps: copy
 sweeps with ``cp -p`` or ``rsync -a``). The markdown says how many were left out.
 
-**Hostile files.** Every file is read as untrusted: a report (or ``overrides.yaml``)
-that cannot be read, is not JSON (YAML), or holds a field this module reads in the
-wrong shape (``job: 5``, ``checks: "x"``, ``metrics: {"a": "b"}``, a number outside
-float range such as ``1e999`` or a 400-digit integer) gives the row the status
-``unreadable``: it keeps what is safely known (the job's name, its overrides, its
-thread counts) but no metrics, so it is never ranked and never the best. Files that
-are not reports (``bootstrap.rankX.json``) are ignored. Every text cell is masked
-(:func:`shown_override`, :func:`shown_text`) and made printable, one line in the
-markdown and no formula in the CSV. :func:`write` raises only :class:`SummaryError`.
+**Hostile files.** Every file comes in through the one way in: a report is a typed
+:class:`bootstrap.records.Report`, Hydra's ``overrides.yaml`` a list of strings
+(:mod:`bootstrap.inbound`). A report (or ``overrides.yaml``) that cannot be read, is not
+JSON (YAML), or holds a field of the wrong type (``job: 5``, ``checks: "x"``,
+``metrics: {"a": "b"}``, a number outside float range such as ``1e999`` or a 400-digit
+integer) gives the row the status ``unreadable`` and a reason, listed under the markdown
+table (``3: bootstrap.json: job.metrics.loss: not a finite number``). Such a row keeps what
+is safely known (the job's directory name and Hydra's record of its overrides; with a
+readable report and an unreadable ``overrides.yaml``, the report's name, overrides and
+threads) but no metrics, so it is never ranked and never the best. Files that are not
+reports (``bootstrap.rankX.json``) are ignored. Every text cell is masked
+(:mod:`bootstrap.masking`), one line in the markdown and no formula in the CSV, and both
+files leave through :mod:`bootstrap.outbound` (masked again, control characters escaped).
+:func:`write` raises only :class:`SummaryError`.
+
+**Scale.** Reading the files is the cost: one directory listing, one ``stat`` and the two
+files per job, masking without Hydra's parser where an override holds nothing to mask
+(``bench/bench_summary.py`` measures it against a bare ``json.load`` + ``yaml`` read).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
-import re
 import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-import yaml
-
+from bootstrap import inbound, outbound, records
+from bootstrap.inbound import Unreadable
 from bootstrap.masking import masked_line, masked_override
-from bootstrap.report import REPORT_NAME, JobStatus, write_text_atomic
+from bootstrap.records import Report
+from bootstrap.report import JobStatus
 from bootstrap.textenum import TextEnum
 
 CSV_NAME = "sweep_summary.csv"
 MD_NAME = "sweep_summary.md"
 MULTIRUN_NAME = "multirun.yaml"  # Hydra's basic sweeper writes it into the sweep directory when a sweep starts
 OVERRIDES = Path(".hydra") / "overrides.yaml"
-MAX_FILE_BYTES = 64 * 2**20  # a report is a few KiB; anything this large is not one
+MAX_REASONS = 20  # unreadable jobs named under the table; the rest are counted
 
 # The objective when none is set: train_stub's throughput (higher is better), else a
 # task's returned number, which sweepers such as Optuna minimise by default (a loss).
@@ -89,6 +97,7 @@ class Row:
     inter_op: Optional[int]
     metrics: Dict[str, float] = field(default_factory=dict)
     best: bool = False
+    reason: str = ""  # why the row is unreadable: "bootstrap.json: job.num: not a whole number ..."
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,7 @@ class Job:
 
     directory: Path
     overrides: Optional[List[str]]  # .hydra/overrides.yaml as Hydra recorded it, unmasked; None: unreadable
-    reports: List[dict]  # the shape-checked reports, rank order; empty when none or any is unreadable
+    reports: List[Report]  # the reports, rank order; empty when none or any is unreadable
     row: Row
 
 
@@ -109,279 +118,171 @@ def _severity(status: str) -> int:
     return _STATUS_ORDER.index(status) if status in _STATUS_ORDER else 0  # an unexpected status: show it
 
 
-# Control characters (a terminal escape in a printed table), bidi controls and lone
-# surrogates (which cannot be encoded, so the file could not be written) become U+FFFD.
-# Tab, LF and CR stay: the CSV quotes them, the markdown folds them into spaces.
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+printable = outbound.printable  # control characters escaped; the files are cleaned again on the way out
 
 
-def printable(text: str) -> str:
-    return _UNPRINTABLE.sub("\ufffd", text)
-
-
-def one_line(text: Any) -> str:
+def one_line(text: object) -> str:
     return " ".join(printable(str(text)).split())
 
 
 # -- reading the files -------------------------------------------------------------------------
-class _Unreadable(Exception):
-    """A file that is absent-but-named, unreadable, not parseable, or of the wrong shape."""
-
-
-def _read_text(path: Path) -> str:
+def _overrides_in(job_dir: str) -> Tuple[Optional[List[str]], str]:
+    """``.hydra/overrides.yaml``, or None and why it cannot be read."""
     try:
-        info = path.stat()  # follows a link; a dangling one is unreadable
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:  # a directory, a FIFO, a device
-            raise _Unreadable(path.name)
-        with open(path, "rb") as f:
-            return f.read(MAX_FILE_BYTES + 1).decode("utf-8")
-    except (OSError, ValueError) as error:  # ValueError: UnicodeDecodeError
-        raise _Unreadable(path.name) from error
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(_read_text(path))
-    except (ValueError, RecursionError) as error:  # ValueError: not JSON, or an int past Python's digit limit
-        raise _Unreadable(path.name) from error
+        return inbound.read_string_list(os.path.join(job_dir, ".hydra", "overrides.yaml")), ""
+    except Unreadable as error:  # "overrides.yaml: not YAML"
+        return None, f".hydra/{error}"
 
 
 def read_overrides(job_dir: Path) -> Optional[List[str]]:
     """``.hydra/overrides.yaml``: a list of strings, or None when it is anything else."""
-    try:
-        value = yaml.safe_load(_read_text(Path(job_dir) / OVERRIDES))
-    except _Unreadable:
-        return None
-    except Exception:  # noqa: BLE001 - untrusted YAML: YAMLError, a bad date's ValueError, RecursionError, ...
-        return None
-    if value is None:
-        return []
-    if isinstance(value, list) and all(isinstance(o, str) for o in value):
-        return value
-    return None
+    return _overrides_in(os.fspath(job_dir))[0]
 
 
-_RANK_FILE = re.compile(r"bootstrap\.rank([0-9]{1,9})\.json")
-
-
-def report_paths(job_dir: Path) -> List[Path]:
-    """``bootstrap.json`` if present, then ``bootstrap.rank<N>.json`` in rank order.
-
-    Only names the bootstrap writes count: ``bootstrap.rankX.json`` is a stray file."""
-    job_dir = Path(job_dir)
-    try:
-        names = os.listdir(job_dir)
-    except OSError:
-        return []
-    ranks = sorted((int(m.group(1)), name) for name in names if (m := _RANK_FILE.fullmatch(name)))
-    first = [job_dir / REPORT_NAME] if REPORT_NAME in names else []
-    return first + [job_dir / name for _, name in ranks]
-
-
-def read_reports(job_dir: Path) -> List[dict]:
-    """The job's reports as parsed JSON, rank order; raises :class:`_Unreadable` if any cannot be read."""
-    return [_load_json(path) for path in report_paths(job_dir)]
-
-
-# -- a report's fields, shape-checked ------------------------------------------------------------
-_MAX_COUNT = 2**53  # a job number or thread count past this is not one (and would not survive a float)
-
-
-def _shape(ok: bool, what: str) -> None:
-    if not ok:
-        raise _Unreadable(what)
-
-
-def _count(value: Any, what: str) -> Optional[int]:
-    if value is None:
-        return None
-    _shape(isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _MAX_COUNT, what)
-    return value
-
-
-def _number(value: Any, what: str) -> float:
-    _shape(isinstance(value, (int, float)) and not isinstance(value, bool), what)
-    try:
-        number = float(value)
-    except OverflowError as error:  # a 400-digit integer
-        raise _Unreadable(what) from error
-    _shape(math.isfinite(number), what)  # 1e999 parses to inf; JSON has no NaN but Python's parser takes it
-    return number
-
-
-def _mapping(value: Any, what: str) -> dict:
-    if value is None:
-        return {}
-    _shape(isinstance(value, dict), what)
-    return value
-
-
-def _text(value: Any, what: str) -> Optional[str]:
-    _shape(value is None or isinstance(value, str), what)
-    return value
-
-
-@dataclass(frozen=True)
-class _Fields:
-    num: Optional[int]
-    status: str
-    metrics: Dict[str, float]
-    checks_ok: bool
-    overrides: List[str]
-    intra_op: Optional[int]
-    inter_op: Optional[int]
-
-
-def check_report(report: Any) -> _Fields:
-    """The fields the summary and ``tune`` read, each of the shape the bootstrap writes;
-    raises :class:`_Unreadable` naming the first that is not."""
-    _shape(isinstance(report, dict), "the report")
-    job = _mapping(report.get("job"), "job")
-    status = _text(job.get("status"), "job.status") or RowStatus.UNKNOWN
-    metrics = {}
-    for name, value in _mapping(job.get("metrics"), "job.metrics").items():
-        metrics[name] = _number(value, f"job.metrics.{name}")
-    checks = report.get("checks") or []
-    _shape(isinstance(checks, list) and all(isinstance(c, dict) and isinstance(c.get("ok"), bool) for c in checks),
-           "checks")
-    overrides = report.get("overrides") or []
-    _shape(isinstance(overrides, list) and all(isinstance(o, str) for o in overrides), "overrides")
-    threads = _mapping(report.get("threads"), "threads")
-    _text(report.get("preset"), "preset")
-    resolved = report.get("resolved")
-    if resolved is not None:  # {"from": "auto", "preset": ..., "reason": ...}
-        _text(_mapping(resolved, "resolved").get("preset"), "resolved.preset")
-    _mapping(report.get("found"), "found")
-    return _Fields(
-        num=_count(job.get("num"), "job.num"),
-        # "running": it ended without on_job_end (killed, crashed hard)
-        status=RowStatus.INCOMPLETE if status == JobStatus.RUNNING else status,
-        metrics=metrics,
-        checks_ok=all(c["ok"] for c in checks),
-        overrides=overrides,
-        intra_op=_count(threads.get("intra_op"), "threads.intra_op"),
-        inter_op=_count(threads.get("inter_op"), "threads.inter_op"),
-    )
+def read_reports(job_dir: Path) -> List[Report]:
+    """The job's reports, rank order; raises :class:`~bootstrap.inbound.Unreadable` if any cannot be read."""
+    return [records.read_report(path) for path in records.report_paths(job_dir)]
 
 
 def _joined(overrides: Sequence[str]) -> str:
     return " ".join(masked_override(o) for o in overrides)
 
 
-def row_from_reports(job_dir: Path, reports: List[dict], overrides: Optional[List[str]] = None) -> Row:
-    """One row per job; with several ranks, rank 0's numbers and the worst rank's status.
+def _status(report: Report) -> str:
+    status = report.job.status
+    if not status:
+        return RowStatus.UNKNOWN
+    return RowStatus.INCOMPLETE if status == JobStatus.RUNNING else status  # ended without on_job_end
 
-    A report of the wrong shape gives ``unreadable`` (see the module's docstring)."""
-    try:
-        fields = [check_report(r) for r in reports]
-    except _Unreadable:
-        return _unreadable_row(job_dir, reports, overrides)
-    first = fields[0]
-    status = min((f.status for f in fields), key=_severity)
+
+def row_from_reports(job_dir: "os.PathLike[str] | str", reports: List[Report],
+                     overrides: Optional[List[str]] = None) -> Row:
+    """One row per job; with several ranks, rank 0's numbers and the worst rank's status."""
+    first = reports[0]
+    status = _status(first) if len(reports) == 1 else min((_status(r) for r in reports), key=_severity)
     if status == RowStatus.COMPLETED and not first.checks_ok:
         status = RowStatus.COMPLETED_CHECK_FAILED
     return Row(
-        job=str(first.num) if first.num is not None else masked_line(Path(job_dir).name),
+        job=str(first.job.num) if first.job.num is not None else masked_line(os.path.basename(job_dir)),
         overrides=_joined(first.overrides if first.overrides or overrides is None else overrides),
         status=masked_line(status),
-        intra_op=first.intra_op,
-        inter_op=first.inter_op,
-        metrics=first.metrics,
+        intra_op=first.threads.intra_op,
+        inter_op=first.threads.inter_op,
+        metrics=first.job.metrics or {},
     )
 
 
-def _unreadable_row(job_dir: Path, reports: List[Any], overrides: Optional[List[str]]) -> Row:
-    """What can be said of a job some file of which is unreadable: never its metrics."""
-    first = reports[0] if reports and isinstance(reports[0], dict) else {}
+def _unreadable_row(job_dir: str, overrides: Optional[List[str]], reason: str) -> Row:
+    """What can be said of a job a report of which is unreadable: its name and Hydra's record, never metrics."""
+    return Row(job=masked_line(os.path.basename(job_dir)), overrides=_joined(overrides or []),
+               status=RowStatus.UNREADABLE, intra_op=None, inter_op=None, reason=reason)
 
-    def safely(read, default=None):
+
+def _read_job(job_dir: str, names: Sequence[str]) -> Tuple[Optional[List[str]], List[Report], Row]:
+    """What is safely known of the job in ``job_dir``, whose entries are ``names``: Hydra's record of its
+    overrides (None: unreadable), its reports (empty when none, or any is unreadable) and its row.
+    Never raises for what is in it."""
+    overrides, why = _overrides_in(job_dir)
+    reports = []
+    for name in records.report_names(names):
         try:
-            return read()
-        except _Unreadable:
-            return default
-
-    num = safely(lambda: _count(_mapping(first.get("job"), "job").get("num"), "job.num"))
-    threads = safely(lambda: _mapping(first.get("threads"), "threads"), {})
-    if overrides is None:
-        listed = first.get("overrides")
-        overrides = listed if isinstance(listed, list) and all(isinstance(o, str) for o in listed) else []
-    return Row(
-        job=str(num) if num is not None else masked_line(Path(job_dir).name),
-        overrides=_joined(overrides),
-        status=RowStatus.UNREADABLE,
-        intra_op=safely(lambda: _count(threads.get("intra_op"), "threads.intra_op")),
-        inter_op=safely(lambda: _count(threads.get("inter_op"), "threads.inter_op")),
-    )
+            reports.append(records.read_report(os.path.join(job_dir, name)))
+        except Unreadable as error:  # a directory named bootstrap.json, binary garbage, a field of the wrong type
+            return overrides, [], _unreadable_row(job_dir, overrides, str(error))
+    if not reports:
+        status = RowStatus.NO_REPORT if overrides is not None else RowStatus.UNREADABLE
+        return overrides, [], Row(masked_line(os.path.basename(job_dir)), _joined(overrides or []), status, None,
+                                  None, reason=why)
+    row = row_from_reports(job_dir, reports, overrides)
+    if overrides is None:  # a report, but Hydra's record of the job is garbage
+        return None, [], replace(row, status=RowStatus.UNREADABLE, metrics={}, reason=why)
+    return overrides, reports, row
 
 
 def read_job(job_dir: Path) -> Job:
     """Everything safely known of one job directory; never raises for what is in it."""
-    job_dir = Path(job_dir)
-    overrides = read_overrides(job_dir)
-    reports, broken = [], False
-    for path in report_paths(job_dir):
-        try:
-            reports.append(_load_json(path))
-        except _Unreadable:  # a directory named bootstrap.json, binary garbage, 1e999999 digits, ...
-            broken = True
-    if broken:
-        return Job(job_dir, overrides, [], _unreadable_row(job_dir, reports, overrides))
-    if not reports:
-        status = RowStatus.NO_REPORT if overrides is not None else RowStatus.UNREADABLE
-        return Job(job_dir, overrides, [], Row(masked_line(job_dir.name), _joined(overrides or []), status, None, None))
-    row = row_from_reports(job_dir, reports, overrides)
-    if overrides is None and row.status != RowStatus.UNREADABLE:  # a report, but Hydra's record of the job is garbage
-        row = replace(row, status=RowStatus.UNREADABLE, metrics={})
-    return Job(job_dir, overrides, reports if row.status != RowStatus.UNREADABLE else [], row)
+    try:
+        names = os.listdir(job_dir)
+    except OSError:
+        names = []
+    return Job(Path(job_dir), *_read_job(os.fspath(job_dir), names))
 
 
 # -- which job directories: the latest sweep's ----------------------------------------------------
-def _all_job_dirs(sweep_dir: Path) -> List[Path]:
-    """Every directory under ``sweep_dir`` (itself included) holding ``.hydra/overrides.yaml``,
-    whatever that is; links to directories are not followed, unreadable directories skipped."""
-    found = []
-    for parent, dirs, files in os.walk(sweep_dir):  # errors are ignored; links not followed
-        if ".hydra" in dirs or ".hydra" in files:
-            job_dir = Path(parent)
-            if os.path.lexists(job_dir / OVERRIDES):
-                found.append(job_dir)
-    return sorted(found)
-
-
-def _mtime_ns(path: Path) -> Optional[int]:
-    try:
-        return path.stat().st_mtime_ns
-    except (OSError, ValueError):
-        return None
-
-
-def _sweep_start(job_dir: Path, sweep_dir: Path) -> Optional[int]:
-    """When the sweep that wrote ``job_dir`` started: the nearest ``multirun.yaml`` at or above it."""
-    for directory in (job_dir, *job_dir.parents):
-        path = directory / MULTIRUN_NAME
+def _walk(sweep_dir: str) -> Tuple[List[Tuple[str, List[str], Optional[int]]], Dict[str, int]]:
+    """Every directory under ``sweep_dir`` (itself included) holding ``.hydra/overrides.yaml``, whatever
+    that is, with its entry names and that file's modification time; and the modification time of each
+    ``multirun.yaml`` (a regular file) found on the way. Links to directories are not followed, unreadable
+    directories skipped, and no ``.hydra`` directory is entered (Hydra's own files)."""
+    found, multiruns, pending = [], {}, [sweep_dir]
+    while pending:
+        directory = pending.pop()
         try:
-            if path.is_file():
-                return _mtime_ns(path)
+            with os.scandir(directory) as entries:
+                names, below = [], []
+                for entry in entries:
+                    names.append(entry.name)
+                    try:
+                        if entry.is_dir(follow_symlinks=False) and entry.name != ".hydra":
+                            below.append(entry.path)
+                    except OSError:
+                        pass
         except OSError:
-            pass
-        if directory == sweep_dir:
-            break
-    return None
+            continue
+        pending.extend(below)
+        if MULTIRUN_NAME in names:
+            try:
+                info = os.stat(os.path.join(directory, MULTIRUN_NAME))
+                if stat.S_ISREG(info.st_mode):
+                    multiruns[directory] = info.st_mtime_ns
+            except (OSError, ValueError):
+                pass
+        if ".hydra" in names:
+            path = os.path.join(directory, ".hydra", "overrides.yaml")
+            try:
+                info = os.lstat(path)  # a dangling link still marks a job directory
+            except (OSError, ValueError):
+                continue
+            written: Optional[int] = info.st_mtime_ns
+            if stat.S_ISLNK(info.st_mode):
+                try:
+                    written = os.stat(path).st_mtime_ns
+                except (OSError, ValueError):
+                    written = None
+            found.append((directory, names, written))
+    found.sort(key=lambda job: job[0].split(os.sep))  # as paths sort: by their parts
+    return found, multiruns
+
+
+def _sweep_start(job_dir: str, sweep_dir: str, multiruns: Dict[str, int]) -> Optional[int]:
+    """When the sweep that wrote ``job_dir`` started: the nearest ``multirun.yaml`` at or above it."""
+    directory = job_dir
+    while True:
+        if directory in multiruns:
+            return multiruns[directory]
+        parent = os.path.dirname(directory)
+        if directory == sweep_dir or parent == directory:
+            return None
+        directory = parent
+
+
+def _scan(sweep_dir: Path) -> Tuple[List[Tuple[str, List[str]]], int]:
+    root = str(Path(sweep_dir))
+    every, multiruns = _walk(root)
+    latest = []
+    for job_dir, names, written in every:
+        started = _sweep_start(job_dir, root, multiruns) if multiruns else None
+        if started is None or written is None or written >= started:
+            latest.append((job_dir, names))
+    if not latest:  # copied without timestamps, or a sweep none of whose jobs started: show what there is
+        return [(job_dir, names) for job_dir, names, _ in every], 0
+    return latest, len(every) - len(latest)
 
 
 def scan(sweep_dir: Path) -> Tuple[List[Path], int]:
     """The job directories of the latest sweep in ``sweep_dir``, and how many older ones were left out."""
-    sweep_dir = Path(sweep_dir)
-    every = _all_job_dirs(sweep_dir)
-    latest = []
-    for job_dir in every:
-        started = _sweep_start(job_dir, sweep_dir)
-        written = _mtime_ns(job_dir / OVERRIDES)
-        if started is None or written is None or written >= started:
-            latest.append(job_dir)
-    if not latest:  # copied without timestamps, or a sweep none of whose jobs started: show what there is
-        return every, 0
-    return latest, len(every) - len(latest)
+    found, older = _scan(sweep_dir)
+    return [Path(job_dir) for job_dir, _ in found], older
 
 
 def job_dirs(sweep_dir: Path) -> List[Path]:
@@ -391,29 +292,59 @@ def job_dirs(sweep_dir: Path) -> List[Path]:
 
 def jobs(sweep_dir: Path) -> Tuple[List[Job], int]:
     """The latest sweep's jobs, and how many job directories of earlier sweeps were left out."""
-    directories, older = scan(sweep_dir)
-    return [read_job(d) for d in directories], older
+    found, older = _scan(sweep_dir)
+    return [Job(Path(job_dir), *_read_job(job_dir, names)) for job_dir, names in found], older
 
 
-def collect(sweep_dir: Path, objective: Optional[str] = None, mode: Optional[str] = None) -> List[Row]:
-    return rank([job.row for job in jobs(sweep_dir)[0]], objective, mode)
+def _rows(sweep_dir: Path) -> Tuple[List[Row], int]:
+    """The latest sweep's rows (each job's reports dropped once its row is made: a sweep of 10,000
+    jobs need not hold 10,000 reports), and how many job directories were left out."""
+    found, older = _scan(sweep_dir)
+    return [_read_job(job_dir, names)[2] for job_dir, names in found], older
+
+
 
 
 # -- ranking --------------------------------------------------------------------------------------
-def objective_for(rows: Sequence[Row], objective: Optional[str] = None,
-                  mode: Optional[str] = None) -> Optional[Tuple[str, str]]:
+def objective_for(rows: Sequence[Row], objective: Optional[str] = None, mode: Optional[str] = None,
+                  directions: Optional[Sequence[str]] = None) -> Optional[Tuple[str, str]]:
     """The metric to rank by and its direction.
 
-    ``objective`` None picks the first of :data:`AUTO_OBJECTIVES` that a job reported.
-    ``mode`` None is :data:`DEFAULT_MODES`' direction, else ``min`` (a loss).
+    ``objective`` None picks the first of :data:`AUTO_OBJECTIVES` that a job reported; a sweep
+    of several objectives (``directions`` has more than one) then has no single best: None.
+    ``mode`` None follows the sweeper's own direction for the returned value (``directions``,
+    :mod:`bootstrap.sweepers`: ``return`` for one objective, ``return/<i>`` for several), else
+    :data:`DEFAULT_MODES`' direction, else ``min`` (a loss).
     """
     if mode is not None and mode not in MODES:
         raise ValueError(f"mode {mode!r}: use max or min")
     if objective is None:
+        if directions and len(directions) > 1:
+            return None
         reported = {name for row in rows for name in row.metrics}
-        auto = next(((name, auto_mode) for name, auto_mode in AUTO_OBJECTIVES if name in reported), None)
-        return (auto[0], mode or auto[1]) if auto else None
-    return objective, mode or DEFAULT_MODES.get(objective, "min")
+        objective = next((name for name, _ in AUTO_OBJECTIVES if name in reported), None)
+        if objective is None:
+            return None
+    return objective, mode or _sweepers_mode(objective, directions) or DEFAULT_MODES.get(objective, "min")
+
+
+def _sweepers_mode(objective: str, directions: Optional[Sequence[str]]) -> Optional[str]:
+    """The sweeper's direction for a returned value: ``return`` (one objective) or ``return/<i>``."""
+    if not directions:
+        return None
+    if objective == "return":
+        return directions[0] if len(directions) == 1 else None
+    index = objective[len("return/"):] if objective.startswith("return/") else ""
+    return directions[int(index)] if index.isdigit() and int(index) < len(directions) else None
+
+
+def no_best_note(rows: Sequence[Row], objective: Optional[str], directions: Optional[Sequence[str]]) -> str:
+    """Why no job is marked best when the sweep optimised several objectives, or ''."""
+    if objective is not None or not directions or len(directions) <= 1:
+        return ""
+    return (f"\nNo single best: the sweeper optimises {len(directions)} objectives ({', '.join(directions)}); the "
+            "jobs' returns are return/0, return/1, .... Name one to rank by: "
+            "hydra.callbacks.bootstrap.objective=return/0.\n")
 
 
 def score(row: Row, objective: Tuple[str, str]) -> Optional[float]:
@@ -431,9 +362,10 @@ def job_order(job: str):
     return (1, 0, job)
 
 
-def rank(rows: List[Row], objective: Optional[str] = None, mode: Optional[str] = None) -> List[Row]:
+def rank(rows: List[Row], objective: Optional[str] = None, mode: Optional[str] = None,
+         directions: Optional[Sequence[str]] = None) -> List[Row]:
     """Best first; jobs without the objective's metric last, in job order. Marks the best."""
-    chosen = objective_for(rows, objective, mode)
+    chosen = objective_for(rows, objective, mode, directions)
 
     def key(row: Row):
         value = score(row, chosen) if chosen else None
@@ -465,7 +397,10 @@ def _table(rows: Sequence[Row]) -> Tuple[List[str], List[list]]:
 def _plain(value) -> str:
     if isinstance(value, bool):
         return "yes" if value else ""
-    return "" if value is None else printable(str(value))
+    if value is None:
+        return ""
+    text = str(value)
+    return text if text.isprintable() else printable(text)  # printable text holds nothing to escape
 
 
 def _csv_cell(value) -> str:
@@ -487,7 +422,10 @@ def _md_cell(value) -> str:
 
 
 def to_csv(rows: List[Row]) -> str:
-    header, body = _table(rows)
+    return _csv(*_table(rows))
+
+
+def _csv(header: List[str], body: List[list]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([_csv_cell(v) for v in header])
@@ -496,7 +434,10 @@ def to_csv(rows: List[Row]) -> str:
 
 
 def to_markdown(rows: List[Row]) -> str:
-    header, body = _table(rows)
+    return _markdown(rows, *_table(rows))
+
+
+def _markdown(rows: List[Row], header: List[str], body: List[list]) -> str:
     lines = ["| " + " | ".join(_md_cell(v) for v in header) + " |", "|" + "---|" * len(header)]
     for row, line in zip(rows, body, strict=True):
         cells = [_md_cell(v) for v in line]
@@ -506,21 +447,40 @@ def to_markdown(rows: List[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(sweep_dir: Path, objective: Optional[str] = None, mode: Optional[str] = None) -> str:
-    """Write both summary files into ``sweep_dir``; return the markdown table.
+def _reasons(rows: Sequence[Row]) -> str:
+    """The unreadable jobs and why, under the table: never ranked, so say what is wrong with them."""
+    unreadable = sorted((row for row in rows if row.reason), key=lambda r: job_order(r.job))
+    if not unreadable:
+        return ""
+    lines = [f"\nUnreadable, so never ranked ({len(unreadable)}):"]
+    lines += [f"- {one_line(row.job)}: {one_line(masked_line(row.reason))}" for row in unreadable[:MAX_REASONS]]
+    if len(unreadable) > MAX_REASONS:
+        lines.append(f"- and {len(unreadable) - MAX_REASONS} more")
+    return "\n".join(lines) + "\n"
 
+
+def write(sweep_dir: Path, objective: Optional[str] = None, mode: Optional[str] = None,
+          directions: Optional[Sequence[str]] = None) -> str:
+    """Write both summary files into ``sweep_dir`` (through :mod:`bootstrap.outbound`); return the markdown.
+    ``directions``: the sweeper's own, per objective (:func:`bootstrap.sweepers.directions`).
+
+    A sweep with no job (its first failed to compose) gets a one-line note, not an empty table.
     Raises only :class:`SummaryError` (the files could not be written)."""
     sweep_dir = Path(sweep_dir)
-    found, older = jobs(sweep_dir)
-    rows = rank([job.row for job in found], objective, mode)
-    markdown = to_markdown(rows)
+    rows, older = _rows(sweep_dir)
+    rows = rank(rows, objective, mode, directions)
+    table = _table(rows)
+    if rows:
+        markdown = _markdown(rows, *table) + _reasons(rows) + no_best_note(rows, objective, directions)
+    else:
+        markdown = f"No job of this sweep left a directory in {sweep_dir}: nothing to compare.\n"
     if older:
         markdown += (f"\n{older} job director{'y' if older == 1 else 'ies'} of an earlier sweep into this "
                      f"directory (older than its {MULTIRUN_NAME}) not listed.\n")
     try:
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(sweep_dir / CSV_NAME, to_csv(rows))
-        write_text_atomic(sweep_dir / MD_NAME, markdown)
+        outbound.write_text(sweep_dir / CSV_NAME, _csv(*table))
+        outbound.write_text(sweep_dir / MD_NAME, markdown)
     except (OSError, ValueError) as error:  # ValueError: a path with a NUL, say
         reason = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
         raise SummaryError(one_line(f"cannot write the sweep summary into {sweep_dir}: {reason}")) from None

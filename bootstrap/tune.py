@@ -29,11 +29,9 @@ What it refuses, each with a one-line ``bootstrap tune: ...`` error and nothing 
 
 from __future__ import annotations
 
-import argparse
 import errno
 import os
 import re
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -42,9 +40,9 @@ from typing import Any, Dict, List, Optional
 
 import yaml
 
-from bootstrap import presets, summary
+from bootstrap import outbound, presets, summary
 from bootstrap.masking import holds_secret, is_secret, masked_line, masked_override
-from bootstrap.report import write_text_atomic
+from bootstrap.records import Report
 from bootstrap.summary import RowStatus, one_line, printable
 
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -60,7 +58,7 @@ class TuneError(Exception):
 class Job:
     directory: Path
     overrides: Optional[List[str]]  # as Hydra recorded them (.hydra/overrides.yaml), unmasked; None: unreadable
-    report: Optional[dict]  # rank 0's report, shape-checked
+    report: Optional[Report]  # rank 0's report
     row: summary.Row
     values: Optional[Dict[str, Any]] = None  # the overrides as Hydra types them; None: not parseable
 
@@ -72,6 +70,21 @@ class Job:
 def _jobs(sweep_dir: Path):
     found, older = summary.jobs(sweep_dir)
     return [Job(j.directory, j.overrides, j.reports[0] if j.reports else None, j.row) for j in found], older
+
+
+def _sweepers_directions(jobs: List[Job]) -> Optional[tuple]:
+    """The sweeper's own direction (Optuna's ``direction``...), from the first job's ``.hydra/hydra.yaml``:
+    every job of a sweep records the same sweeper."""
+    from bootstrap import inbound
+    from bootstrap.sweepers import directions
+
+    for job in jobs:
+        try:
+            hydra_cfg = inbound.read_yaml_mapping(Path(job.directory) / ".hydra" / "hydra.yaml").get("hydra")
+        except inbound.Unreadable:
+            continue
+        return directions(hydra_cfg.get("sweeper")) if isinstance(hydra_cfg, dict) else None
+    return None
 
 
 def _shown(job: Job) -> str:
@@ -150,11 +163,10 @@ def _comment(line: str) -> str:
     return "".join(" " if c.isspace() else c for c in printable(masked_line(line)))
 
 
-def _base(report: dict) -> str:
+def _base(report: Report) -> str:
     """The preset the winner ran with: what ``auto`` resolved to, or the one it named."""
-    resolved = report.get("resolved")
-    base = resolved.get("preset") if isinstance(resolved, dict) else report.get("preset")
-    if not isinstance(base, str) or not _PRESET_NAME.fullmatch(base):
+    base = report.resolved.preset if report.resolved is not None else report.preset
+    if base is None or not _PRESET_NAME.fullmatch(base):
         raise TuneError("the best job's report names no preset a tuned preset could extend; "
                         "sweep again with env=<preset> on the command line.")
     return base
@@ -198,12 +210,11 @@ def _compose(text: str, name: str, conf_dir: Optional[Path]):
         loaded = yaml.safe_load(text)
         return OmegaConf.create({k: v for k, v in loaded.items() if k != "defaults"})
     with tempfile.TemporaryDirectory(prefix="bootstrap_tune_") as tmp:
-        (Path(tmp) / "env").mkdir()
-        (Path(tmp) / "env" / f"{name}.yaml").write_text(text, encoding="utf-8")
+        outbound.write_text(Path(tmp) / "env" / f"{name}.yaml", text)
         primary: Dict[str, Any] = {"defaults": [{"env": name}, "_self_"]}
         if conf_dir is not None and Path(conf_dir).is_dir():
             primary["hydra"] = {"searchpath": [f"file://{Path(conf_dir).resolve()}"]}
-        (Path(tmp) / "tune_check.yaml").write_text(yaml.safe_dump(primary), encoding="utf-8")
+        outbound.write_text(Path(tmp) / "tune_check.yaml", yaml.safe_dump(primary))
         with initialize_config_dir(config_dir=tmp, version_base="1.3", job_name="bootstrap_tune"):
             return compose(config_name="tune_check").env
 
@@ -241,7 +252,11 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
                         "Point tune at a multirun directory, e.g. multirun/2026-12-02/10-00-00.")
     statuses = sorted({j.status for j in jobs})
     counts = one_line(", ".join(f"{s}: {sum(j.status == s for j in jobs)}" for s in statuses))
-    chosen = summary.objective_for([j.row for j in jobs], objective, mode)
+    directions = _sweepers_directions(jobs)
+    chosen = summary.objective_for([j.row for j in jobs], objective, mode, directions)
+    if chosen is None and objective is None and directions and len(directions) > 1:
+        raise TuneError(f"the sweep optimised {len(directions)} objectives ({', '.join(directions)}): no single "
+                        "best. Name the one to use: --objective return/0.")
     if chosen is None:
         if not any(j.status == RowStatus.COMPLETED for j in jobs):
             raise TuneError(f"no job of {sweep_dir} completed with a metric to compare ({counts}). "
@@ -277,13 +292,13 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
     settings, unset = _settings(varied, key, winner.values, typed)
     base = _base(winner.report)
 
-    found = winner.report.get("found") or {}
+    found = winner.report.found
     not_preset = [k for k in varied if not k.startswith(f"{key}.") and k != key]
     header = [
         f"Tuned by `python -m bootstrap tune` on {time.strftime('%Y-%m-%d')} from {sweep_dir.resolve()}",
-        f"machine: {_fact(found.get('cpus'))} CPUs (affinity {_fact(found.get('cpu_affinity'))}), "
-        f"{_fact(found.get('gpu_names')) if found.get('gpu_names') else 'no GPU'}, "
-        f"torch {_fact(found.get('torch'))}, python {_fact(found.get('python'))}",
+        f"machine: {_fact(found.cpus)} CPUs (affinity {_fact(found.cpu_affinity)}), "
+        f"{_fact(found.gpu_names) if found.gpu_names else 'no GPU'}, "
+        f"torch {_fact(found.torch)}, python {_fact(found.python)}",
         f"objective: {shown_metric}, {'higher' if direction == 'max' else 'lower'} is better",
         f"winner:    {winner.row.metrics[metric]:.6g} {shown_metric}  ({_shown(winner)})",
         f"runner-up: {runner_up.row.metrics[metric]:.6g} {shown_metric}  ({_shown(runner_up)})" if runner_up
@@ -302,7 +317,8 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
     body = yaml.safe_dump({"defaults": [base, "_self_"]}, sort_keys=False)
     if settings:
         body += "\n" + yaml.safe_dump(settings, sort_keys=False, allow_unicode=True)
-    text = "".join(f"# {_comment(line)}\n" for line in header) + body
+    # Cleaned before the check: the text checked is the text written (outbound.write_text cleans it alike).
+    text = outbound.clean("".join(f"# {_comment(line)}\n" for line in header) + body)
     check_loads(text, name, conf_dir)
     return text
 
@@ -330,7 +346,8 @@ def _name_too_long(path: Path) -> bool:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="bootstrap tune", description=__doc__.splitlines()[0])
+    # argparse prints its usage and errors itself, quoting what was typed: outbound's parser cleans them.
+    parser = outbound.ArgumentParser(prog="bootstrap tune", description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", type=Path, help="the multirun directory (hydra.sweep.dir)")
     parser.add_argument("--name", required=True, help="the new preset's name: env=<name>")
     parser.add_argument("--out", type=Path, default=Path("conf"),
@@ -342,11 +359,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="max or min (default: max for samples_per_s, min for anything else)")
     try:
         args = parser.parse_args(argv)
-    except SystemExit as stop:  # argparse has printed its usage and message
+    except SystemExit as stop:  # the parser has printed its usage and message
         return stop.code if isinstance(stop.code, int) else 2
     if not NAME.fullmatch(args.name):
-        print(f"bootstrap tune: --name {one_line(args.name)!r}: use letters, digits, '_', '-' and '.' only.",
-              file=sys.stderr)
+        outbound.say(f"bootstrap tune: --name {one_line(args.name)!r}: use letters, digits, '_', '-' and '.' only.",
+                     err=True, one_line=True)
         return 2
     target = args.out / "env" / f"{args.name}.yaml"
     try:
@@ -366,12 +383,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise TuneError(f"cannot write {target}: {error.strerror or type(error).__name__}.") from None
         text = build(args.sweep_dir, args.name, args.objective, args.mode, conf_dir=args.out)
         try:
-            write_text_atomic(target, text)
+            outbound.write_text(target, text)
         except (OSError, ValueError) as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
             raise TuneError(f"cannot write {target}: {reason}.") from None
     except TuneError as error:
-        print(f"bootstrap tune: {one_line(error)}", file=sys.stderr)
+        outbound.say(f"bootstrap tune: {one_line(error)}", err=True, one_line=True)
         return 1
-    print(f"wrote {target}\n\n{text}\nuse it with: env={args.name}")
+    outbound.say(f"wrote {target}\n\n{text}\nuse it with: env={args.name}")
     return 0

@@ -14,6 +14,7 @@ from typing import List, Optional
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from bootstrap import presets
 from bootstrap.schema import Requires
 
 
@@ -167,7 +168,8 @@ def mismatch_message(preset_name: str, checks: List[Check], key: str = "env", *,
     if warn:
         lines.append(f"Continuing because {key}.on_mismatch=warn.")
     else:
-        alternative = f"run with {chosen_as}{key}=cpu_debug, or " if preset_name != "cpu_debug" else ""
+        alternative = f"run with {presets.choose_override(key, presets.CPU_PRESET, chosen_as)}, or " \
+            if preset_name != presets.CPU_PRESET else ""
         lines.append(f"Fix: {alternative}with {key}.on_mismatch=warn to continue anyway.")
     return "\n".join(lines)
 

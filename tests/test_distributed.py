@@ -119,7 +119,7 @@ def test_an_existing_process_group_is_reported_and_left_alone():
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
         with bootstrap.initialize({"distributed": {"init": "always"}}) as session:
-            assert session.report["distributed"]["process_group"] == "existing"
+            assert session.report.distributed.process_group == "existing"
         assert dist.is_initialized()  # the user's group survives the job
     finally:
         dist.destroy_process_group()

@@ -62,8 +62,9 @@ def test_nothing_is_applied(doctor_here, tmp_path):
     proc = doctor_here("--json", "env.threads.intra_op=1", env=clean_env(OMP_NUM_THREADS="2"), cwd=tmp_path)
     report = json.loads(proc.stdout)
     assert report["threads"]["intra_op"] == 1
+    # a count on the command line is an override: OpenMP follows it over the shell's 2
     assert report["vars"]["OMP_NUM_THREADS"] | {"note": ""} == {
-        "value": "2", "source": "shell", "effective": False, "note": ""}
+        "value": "1", "source": "override", "effective": False, "note": ""}
     assert report["job"]["status"] == "preview"
     assert torch.get_num_threads() == threads_before and "PYTHONHASHSEED" not in os.environ
 
@@ -108,7 +109,6 @@ def test_another_apps_config(doctor_here, tmp_path):
 @pytest.mark.parametrize("args, fragment", [
     (["env=nope"], "unknown preset 'nope'. Presets that exist: a100, auto, cpu_debug, cpu_debug_detail, h100."),
     (["env.threds=1"], "threds"),
-    (["env.threads.intra_op=abc"], "env.threads.intra_op='abc' is not a thread count"),
     (["--config-path", "/no/such/dir"], "no such directory"),
     (["--no-such-flag"], "unrecognized arguments"),
 ])
@@ -117,6 +117,44 @@ def test_bad_usage_exits_2(doctor_here, tmp_path, args, fragment):
     assert proc.returncode == 2
     assert fragment in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["env.threads.intra_op=abc"], "env.threads.intra_op='abc' is not a thread count"),
+    (["+env.vars.TORCH_DISTRIBUTED_DEBUG=1"], "TORCH_DISTRIBUTED_DEBUG='1' is not a debug level torch accepts"),
+    (["+env.vars.NCCL_NOT_A_SETTING=1", "env.lint=error"], "env.lint=error: the preset sets variables"),
+])
+def test_a_value_the_job_refuses_exits_1_with_the_jobs_reason(doctor_here, tmp_path, args, fragment):
+    proc = doctor_here(*args, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("bootstrap doctor: the job would stop: ") and fragment in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_failed_check_under_on_mismatch_warn_is_shown_and_the_job_starts(doctor_here, tmp_path):
+    proc = doctor_here("env=h100", "env.on_mismatch=warn", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Result: FAILED checks: device, cuda, compute_capability, gpus; the job starts anyway" in proc.stdout
+
+
+def test_every_reason_is_listed_at_once(doctor_here, tmp_path):
+    proc = doctor_here("env=h100", "+env.vars.TORCH_DISTRIBUTED_DEBUG=1", "+env.vars.NCCL_NOT_A_SETTING=1",
+                       "env.lint=error", cwd=tmp_path)
+    assert proc.returncode == 1
+    result = proc.stdout[proc.stdout.index("Result: "):]
+    for reason in ("env.lint=error: the preset sets variables", "TORCH_DISTRIBUTED_DEBUG='1' is not a debug level",
+                   "env=h100 does not fit this machine"):
+        assert reason in result and reason in proc.stderr
+
+
+def test_a_value_holding_a_newline_stays_on_its_row(doctor_here, tmp_path):
+    shell = "1\nResult: every check passes\x1b[2J"
+    proc = doctor_here(env=clean_env(OMP_NUM_THREADS=shell), cwd=tmp_path)  # auto: the shell's value is shown
+    assert proc.returncode == 0, proc.stderr
+    assert [line for line in proc.stdout.splitlines() if line.startswith("Result: ")] == \
+        ["Result: every check passes"] and "\x1b" not in proc.stdout
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("  OMP_NUM_THREADS "))
+    assert "1\\nResult: every check passes\\x1b[2J" in row and " shell " in row
 
 
 def test_console_script():

@@ -1,8 +1,19 @@
 """Precedence, normalisation and restore of environment variables (pure logic + a dict)."""
 
+import re
+
 import pytest
 
-from bootstrap.environ import EnvironSnapshot, apply_vars, normalize, plan_vars
+from bootstrap.environ import (
+    EXPORTED,
+    EnvironSnapshot,
+    apply_vars,
+    export_digest,
+    inherited_names,
+    normalize,
+    plan_vars,
+    read_marker,
+)
 from bootstrap.errors import ConfigError
 from bootstrap.readers import ProcessState, reader_for
 
@@ -132,9 +143,11 @@ def test_a_value_a_parent_bootstrap_exported_is_not_the_users():
 
 
 def test_apply_lists_what_it_wrote_for_child_processes():
-    environ = {"HYDRA_TRAIN_BOOTSTRAP_EXPORTED": "OLD,GONE", "OLD": "1"}
-    apply_vars(plan_vars({"A": "1", "B": "2"}, {"B": "2"}, {}, set(), FRESH), environ)
-    assert environ["HYDRA_TRAIN_BOOTSTRAP_EXPORTED"] == "A,OLD"  # B was the user's; GONE is no longer set
+    environ = {EXPORTED: "OLD,GONE", "OLD": "1"}  # an older bootstrap's names-only marker
+    apply_vars(plan_vars({"A": "1", "B": "2"}, {"B": "2"}, {}, set(), FRESH), environ, key=KEY)
+    # B was the user's; GONE is no longer set; OLD, still as the parent left it, is carried on
+    assert environ[EXPORTED] == f"A:{export_digest(KEY, 'A', '1')},OLD:{export_digest(KEY, 'OLD', '1')}"
+
 
 
 def test_a_late_variable_that_ranks_must_agree_on_is_withheld():
@@ -152,3 +165,107 @@ def test_the_distributed_debug_level_is_applied_through_torch_so_it_counts_as_ef
     d = decide({"TORCH_DISTRIBUTED_DEBUG": "INFO"})["TORCH_DISTRIBUTED_DEBUG"]
     assert (d.effective, d.changes_environ, d.warn, d.withheld) == (True, True, False, False)
     assert reader_for("TORCH_DISTRIBUTED_DEBUG").apply_now == "distributed_debug"
+
+
+# -- the user's value wins, by value (issue 20) -----------------------------------------------
+KEY = bytes(range(32))
+
+
+def exported_by_parent(requested, key=KEY):
+    """The environment a parent's bootstrap leaves for its children after planning ``requested``."""
+    environ = {}
+    apply_vars(plan_vars(requested, environ, {}, set(), FRESH), environ, key=key)
+    return environ
+
+
+def test_the_digest_is_keyed_short_and_tells_values_and_names_apart():
+    digest = export_digest(KEY, "A", "1")
+    assert re.fullmatch(r"[0-9a-f]{16}", digest) and digest == export_digest(KEY, "A", "1")
+    assert len({digest, export_digest(KEY, "A", "2"), export_digest(KEY, "B", "1"),
+                export_digest(bytes(32), "A", "1")}) == 4
+    assert export_digest(KEY, "A", "\udcff") != export_digest(KEY, "A", "")  # any text os.environ can hold
+
+
+def test_the_marker_never_holds_a_value():
+    values = {"HF_TOKEN": "hf_secret_value_1234", "DB_PASSWORD": "hunter2", "APP_MODE": "verbose"}
+    marker = exported_by_parent(values)[EXPORTED]
+    assert set(read_marker(marker)) == set(values)
+    for value in values.values():
+        assert value not in marker
+    assert re.fullmatch(r"([A-Z_]+:[0-9a-f]{16},?)+", marker)
+
+
+def test_an_unchanged_export_is_the_parents():
+    child = exported_by_parent({"OMP_NUM_THREADS": "2"})
+    assert inherited_names(child, KEY) == {"OMP_NUM_THREADS"}
+    d = decide_with(child, {"OMP_NUM_THREADS": "4"})
+    assert (d.value, d.source, d.changes_environ) == ("4", "preset", True)
+    assert "replaced the value a parent process's bootstrap exported" in d.note
+
+
+def test_a_value_changed_after_the_export_is_the_users_and_wins():
+    child = {**exported_by_parent({"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}), "OMP_NUM_THREADS": "3"}
+    assert inherited_names(child, KEY) == {"MKL_NUM_THREADS"}
+    omp = decide_with(child, {"OMP_NUM_THREADS": "4"})
+    assert (omp.value, omp.source, omp.changes_environ) == ("3", "shell", False)
+    assert "parent process" not in omp.note and "kept the shell value over the preset's '4'" in omp.note
+
+
+def test_env_set_is_the_users_even_when_it_repeats_the_parents_value():
+    child = exported_by_parent({"A": "1"})
+    d = plan_vars({"A": "9"}, child, {"A": "1"}, set(), FRESH, key=KEY)[0]
+    assert (d.value, d.source) == ("1", "env_set")
+
+
+@pytest.mark.parametrize("key", [None, bytes(32)], ids=["no key here", "another key"])
+def test_a_digest_that_cannot_be_verified_counts_as_the_users(key):
+    child = exported_by_parent({"A": "1"})
+    assert inherited_names(child, key) == frozenset()
+    assert decide_with(child, {"A": "2"}, key=key).source == "shell"
+
+
+def test_without_a_key_the_names_are_recorded_and_verify_nothing():
+    environ = exported_by_parent({"A": "1"}, key=None)
+    assert environ[EXPORTED] == "A:" and inherited_names(environ, KEY) == frozenset()
+
+
+def test_a_marker_that_no_longer_describes_anything_is_dropped():
+    child = {**exported_by_parent({"A": "1"}), "A": "mine"}
+    apply_vars(plan_vars({"A": "2"}, child, {}, set(), FRESH), child, key=KEY)  # the user's A stays
+    assert child == {"A": "mine"}
+
+
+@pytest.mark.parametrize("marker", ["", ",,,", "A:", "=:x,1A:00", "A:" + "0" * 16, "A:zz"])
+def test_odd_markers_make_no_value_the_parents(marker):
+    assert inherited_names({EXPORTED: marker, "A": "1"}, KEY) == frozenset()
+
+
+def decide_with(environ, requested, key=KEY):
+    """The decision for one variable, a parent's digests verified under ``key``."""
+    return plan_vars(requested, environ, {}, set(), FRESH, key=key)[0]
+
+
+def test_a_launchers_value_ranks_below_the_preset_and_is_named_as_the_launchers():
+    state = FRESH
+    ray = {"OMP_NUM_THREADS": "ray_task"}
+    kept, = plan_vars({"OMP_NUM_THREADS": "1"}, {"OMP_NUM_THREADS": "1"}, {}, (), state, by_launcher=ray)
+    assert (kept.source, kept.value, kept.changes_environ, kept.note.split(";")[0]) == \
+        ("launcher", "1", False, "set by ray_task")
+    replaced, = plan_vars({"OMP_NUM_THREADS": "2"}, {"OMP_NUM_THREADS": "1"}, {}, (), state, by_launcher=ray)
+    assert (replaced.source, replaced.value) == ("preset", "2")
+    assert replaced.note.startswith("replaced the value ray_task set ('1')")
+    overridden, = plan_vars({"OMP_NUM_THREADS": "2"}, {"OMP_NUM_THREADS": "1"}, {}, {"OMP_NUM_THREADS"}, state,
+                            by_launcher=ray)
+    assert (overridden.source, overridden.value) == ("override", "2")
+    users, = plan_vars({"OMP_NUM_THREADS": "2"}, {"OMP_NUM_THREADS": "1"}, {"OMP_NUM_THREADS": "1"}, (), state,
+                       by_launcher=ray)  # the job's own env_set is the user's, whatever the launcher did
+    assert (users.source, users.value) == ("env_set", "1")
+
+
+@pytest.mark.parametrize("digest", ["ü", "0123", "zz" * 8, "0123456789ABCDEF", " " * 16])
+def test_a_digest_that_is_not_one_counts_as_the_users_value(digest):
+    from bootstrap.environ import EXPORTED, read_marker
+
+    assert read_marker(f"OMP_NUM_THREADS:{digest}") == {"OMP_NUM_THREADS": ""}  # verifies nothing
+    environ = {EXPORTED: f"OMP_NUM_THREADS:{digest}", "OMP_NUM_THREADS": "3"}
+    assert "OMP_NUM_THREADS" not in inherited_names(environ)

@@ -13,10 +13,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
-from bootstrap import hang
+from bootstrap import dumps, hang
 
 from conftest import ROOT, clean_env
 
@@ -46,12 +47,25 @@ def finish(proc: subprocess.Popen, deadline: float = DEADLINE):
     return proc.returncode, out + err, time.monotonic() - started
 
 
-def wait_until_hung(run_dir: Path, proc: subprocess.Popen) -> None:
-    """Poll the ranks' logs until rank 0 waits in collective 2 and rank 1 has skipped it."""
+LOGS = ("app.log", "app.rank1.log")
+
+
+def log_sizes(run_dir: Path) -> dict:
+    """How far the ranks' logs go now: a second run in the same directory appends to them."""
+    return {name: (run_dir / name).stat().st_size for name in LOGS if (run_dir / name).exists()}
+
+
+def wait_until_hung(run_dir: Path, proc: subprocess.Popen, after: Optional[dict] = None) -> None:
+    """Poll the ranks' logs (past ``after``: a previous run's lines) until rank 0 waits in collective 2
+    and rank 1 has skipped it."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        logs = [run_dir / "app.log", run_dir / "app.rank1.log"]
-        text = "".join(p.read_text() for p in logs if p.exists())
+        text = ""
+        for name in LOGS:
+            if (run_dir / name).exists():
+                with open(run_dir / name, "rb") as log:
+                    log.seek((after or {}).get(name, 0))
+                    text += log.read().decode("utf-8", "replace")
         if "rank 0 enters collective 2" in text and "rank 1 skips collective 2" in text:
             return
         assert proc.poll() is None, proc.communicate()[1][-3000:]
@@ -85,7 +99,7 @@ def test_a_rank_that_never_enters_a_collective_is_named(tmp_path):
     assert code != 0 and took < DEADLINE
     assert_dumps_and_diagnosis(run_dir, SKIPPED)
     # Rank 0 failed first and asked for every dump: its own request does not make it re-dump as if asked.
-    assert hang.load(run_dir / f"{hang.DUMP_PREFIX}0")["bootstrap"]["reason"].startswith("job failed")
+    assert dumps.read(run_dir / f"{hang.DUMP_PREFIX}0").reason.startswith("job failed")
     first, second = reports(run_dir)
     assert first["job"]["status"] == "failed" and SKIPPED in first["job"]["error"]
     root_cause = output.split("Root Cause")[1]  # torchrun's summary names the rank and what the dumps show
@@ -119,6 +133,32 @@ def test_sigterm_to_a_rank_blocked_in_a_collective(tmp_path):
     assert first["job"]["status"] == "interrupted"
     assert first["job"]["error"].startswith("rank 0 stopped by SIGTERM while blocked in a collective")
     assert "exitcode  : 143" in output
+
+
+def test_a_reused_run_dir_blames_no_rank_with_an_earlier_runs_dump(tmp_path):
+    # A fixed hydra.run.dir, run twice. The first run leaves both ranks' dumps. In the second, rank 1 is
+    # killed with SIGKILL and leaves none: its dump from the first run is stale, and rank 1 is missing.
+    run_dir = tmp_path / "run"
+    dump0, dump1 = f"{hang.DUMP_PREFIX}0", f"{hang.DUMP_PREFIX}1"
+    code, output, _ = finish(start(run_dir, f"env.distributed.timeout_s={TIMEOUT_S}"))
+    assert code != 0 and sorted(p.name for p in run_dir.glob(f"{hang.DUMP_PREFIX}*")) == [dump0, dump1], output[-3000:]
+    earlier = (run_dir / dump1).read_bytes()
+    proc = start(run_dir, "env.distributed.timeout_s=600")
+    wait_until_hung(run_dir, proc, after=log_sizes(run_dir))
+    os.kill(_pid_of_rank(proc.pid, 1), signal.SIGKILL)
+    code, output, took = finish(proc)
+    assert code != 0 and took < DEADLINE
+    assert (run_dir / dump1).read_bytes() == earlier  # left in place, untouched
+    recorded = reports(run_dir)[0]["distributed"]["hang"]
+    assert recorded["dumps"] == [dump0] and recorded["ranks"] == [0], recorded
+    assert recorded["stale"] == [dump1] and recorded["missing"] == "rank 1", recorded
+    assert recorded["findings"] == ["no dump from rank 1: it ended without one (killed with SIGKILL, or crashed "
+                                    "inside a collective)"], recorded
+    proc = bootstrap_hang(run_dir)  # this run's start, from the run's reports
+    assert proc.returncode == 1 and TRACEBACK not in proc.stderr, proc.stdout + proc.stderr
+    assert "(dumps from rank 0)" in proc.stdout and "no dump from rank 1: it ended without one" in proc.stdout
+    assert f"1 stale dump, from an earlier run (older than this run's start; left in place, not analysed): {dump1}" \
+        in proc.stdout, proc.stdout
 
 
 def _pid_of_rank(torchrun_pid: int, rank: int) -> int:
@@ -168,37 +208,42 @@ def dump_of(rank, entries, world=2, dumped_s=700.0, groups=None):
             "bootstrap": {"rank": rank, "world_size": world, "dump_time_ns": int(dumped_s * 1e9)}}
 
 
+def typed(raw: dict) -> list:
+    """Hand-made dumps (``{rank: plain data}``) as the reader makes them from files."""
+    return [dumps.from_data(data, f"{hang.DUMP_PREFIX}{rank}") for rank, data in raw.items()]
+
+
 def test_who_never_entered_and_how_long_the_others_waited():
-    dumps = {0: dump_of(0, [entry(1), entry(2, created_s=100.0)]), 1: dump_of(1, [entry(1)]),
-             2: dump_of(2, [entry(1), entry(2)], world=4), 3: dump_of(3, [entry(1)], world=4)}
-    for rank in dumps:
-        dumps[rank]["bootstrap"]["world_size"] = 4
-        dumps[rank]["pg_config"]["0"]["ranks"] = "[0, 1, 2, 3]"
-    result = hang.diagnose(dumps)
+    raw = {0: dump_of(0, [entry(1), entry(2, created_s=100.0)]), 1: dump_of(1, [entry(1)]),
+           2: dump_of(2, [entry(1), entry(2)], world=4), 3: dump_of(3, [entry(1)], world=4)}
+    for rank in raw:
+        raw[rank]["bootstrap"]["world_size"] = 4
+        raw[rank]["pg_config"]["0"]["ranks"] = "[0, 1, 2, 3]"
+    result = hang.diagnose(typed(raw))
     assert result.findings == ["ranks 1, 3 never entered collective #2 (all_reduce on default_pg); ranks 0, 2 "
                                "waited in it for 600.0 s"]
-    assert result.groups == ["default_pg (ranks 0, 1, 2, 3): last collective every rank entered: #1 (all_reduce)"]
+    assert result.groups == ["default_pg (ranks 0-3): last collective every rank entered: #1 (all_reduce)"]
 
 
 def test_a_missing_dump_and_a_second_group():
     tp = ("1", "tp")
     groups = {"0": {"desc": "default_pg", "ranks": "[0, 1, 2]"}, "1": {"desc": "tp", "ranks": "[0, 1]"}}
-    dumps = {0: dump_of(0, [entry(1), entry(1, group=tp), entry(2, group=tp)], world=3, groups=groups),
-             1: dump_of(1, [entry(1), entry(1, group=tp)], world=3, groups=groups)}
-    result = hang.diagnose(dumps)
-    assert result.findings[0].startswith("no dump from rank 2: it ended without one")
+    raw = {0: dump_of(0, [entry(1), entry(1, group=tp), entry(2, group=tp)], world=3, groups=groups),
+           1: dump_of(1, [entry(1), entry(1, group=tp)], world=3, groups=groups)}
+    result = hang.diagnose(typed(raw))
+    assert result.findings[0].startswith("no dump from rank 2: it ended without one") and result.missing == "rank 2"
     assert "rank 1 never entered collective #2 (all_reduce on tp); rank 0 waited in it for 600.0 s" in result.findings
 
 
 def test_the_same_collectives_everywhere_is_no_finding():
-    dumps = {r: dump_of(r, [entry(1), entry(2)]) for r in (0, 1)}
-    assert hang.diagnose(dumps).findings == []
+    assert hang.diagnose(typed({r: dump_of(r, [entry(1), entry(2)]) for r in (0, 1)})).findings == []
 
 
-def test_a_size_mismatch_from_torchs_analyser():
-    dumps = {0: dump_of(0, [entry(1), entry(2, sizes=((8,),))]), 1: dump_of(1, [entry(1), entry(2, sizes=((5,),))])}
-    (finding,) = hang.diagnose(dumps).findings
-    assert finding.startswith("collective #2 on default_pg: the ranks disagree on the sizes")
+def test_a_size_mismatch_by_torchs_analysers_rules():
+    raw = {0: dump_of(0, [entry(1), entry(2, sizes=((8,),))]), 1: dump_of(1, [entry(1), entry(2, sizes=((5,),))])}
+    (finding,) = hang.diagnose(typed(raw)).findings
+    assert finding == ("collective #2 on default_pg: the ranks disagree on the sizes: rank 0 all_reduce [[8]] "
+                       "['Float'], rank 1 all_reduce [[5]] ['Float']")
 
 
 # -- dumps on disk are untrusted ---------------------------------------------------------------------

@@ -124,6 +124,25 @@ def test_a_report_of_the_wrong_shape_gives_an_unreadable_row(tmp_path, raw):
     assert rows["1"]["overrides"] == "env.threads.intra_op=2"  # what is safely known: Hydra's record
     assert rows["1"]["samples_per_s"] == "" and rows["1"]["best"] == ""
     assert rows["0"]["best"] == "yes"
+    reasons = (sweep / summary.MD_NAME).read_text().split("Unreadable, so never ranked (1):\n")[1]
+    assert reasons.startswith("- 1: bootstrap.json: ") and reasons.count("\n") == 1  # why, in one line
+
+
+def test_the_reason_names_the_file_and_the_field(tmp_path):
+    sweep = tmp_path / "sweep"
+    make_job(sweep, "0", ["a=1"], raw_report=WRONG_SHAPES["metrics: 1e999"])
+    make_job(sweep, "1", ["a=2"], raw_report=WRONG_SHAPES["checks: ok text"].replace('"ok"', '"name": "x", "ok"'))
+    make_job(sweep, "2", raw_overrides="a: mapping\n", report=good_report(2))
+    (sweep / "3" / "bootstrap.rank1.json").parent.mkdir(parents=True)
+    make_job(sweep, "3", ["a=4"], good_report(3))
+    (sweep / "3" / "bootstrap.rank1.json").write_text('{"job": {"num": 10000000000000000000}}')
+    markdown = summary.write(sweep)
+    assert markdown.split("Unreadable, so never ranked (4):\n")[1].splitlines() == [
+        "- 0: bootstrap.json: job.metrics.samples_per_s: not a finite number",
+        "- 1: bootstrap.json: checks[0].ok: not true or false",
+        "- 2: .hydra/overrides.yaml: not a list of strings",
+        "- 3: bootstrap.rank1.json: job.num: not a whole number from 0 to 2**53"]
+    assert by_job(sweep)["2"]["intra_op"] == "1"  # a readable report keeps its threads, never its metrics
 
 
 def test_tune_compares_only_the_readable_jobs(tmp_path, capsys):

@@ -3,7 +3,12 @@
 import pytest
 
 from bootstrap.errors import ConfigError
-from bootstrap.launcher import Launch, SubmititJob, derived_port, detect, expand_nodelist
+from bootstrap.launcher import Launch, SubmititJob, derived_port, detect, expand_nodelist, whole_number
+from bootstrap.plan import make_plan
+from bootstrap.readers import ProcessState
+from bootstrap.schema import load
+
+FRESH = ProcessState(cuda_initialized=False, process_group_initialized=False)
 
 # As printed by a worker of `torchrun --standalone --nproc_per_node=2` (torch 2.13).
 TORCHRUN_RANK1 = {
@@ -105,7 +110,7 @@ def test_single_process():
     ({**TORCHRUN_RANK1, "RANK": "2"}, "rank 2 is outside world size 2"),
     ({**TORCHRUN_RANK1, "LOCAL_RANK": "2"}, "local rank 2 is outside local world size 2"),
     ({**TORCHRUN_RANK1, "WORLD_SIZE": "0", "RANK": "0"}, "world size 0"),
-    ({**TORCHRUN_RANK1, "RANK": "one"}, "RANK='one' is not an integer"),
+    ({**TORCHRUN_RANK1, "RANK": "one"}, "RANK='one' is not a whole number"),
     ({k: v for k, v in TORCHRUN_RANK1.items() if k != "MASTER_ADDR"} | {"WORLD_SIZE": "4"},
      "multi-node world (4 ranks, 2 per node) needs MASTER_ADDR"),
     ({**SRUN_TASK5, "SLURM_NODELIST": ""}, "needs MASTER_ADDR"),
@@ -146,8 +151,22 @@ def test_the_detector_table_is_the_precedence():
     from bootstrap.launcher import DETECTORS, Launcher
 
     assert [name for name, _ in DETECTORS] == [
-        Launcher.torchrun, Launcher.ray, Launcher.kubeflow, Launcher.lightning, Launcher.mpi, Launcher.submitit,
-        Launcher.slurm, Launcher.env]
+        Launcher.torchrun, Launcher.ray, Launcher.ray_task, Launcher.kubeflow, Launcher.lightning, Launcher.mpi,
+        Launcher.submitit, Launcher.slurm, Launcher.env]
+
+
+def test_a_ray_worker_without_ranks_is_a_ray_task_and_its_omp_is_rays():
+    from bootstrap.launcher import exported_by_launcher
+
+    worker = {"RAY_RAYLET_PID": "20583", "RAY_JOB_ID": "01000000", "OMP_NUM_THREADS": "1"}
+    launch = detect(worker)
+    assert (launch.launcher, launch.world_size, launch.job_id) == ("ray_task", 1, "01000000")
+    assert exported_by_launcher(launch, worker, own_cpus=1) == {"OMP_NUM_THREADS": "1"}
+    assert exported_by_launcher(launch, {**worker, "OMP_NUM_THREADS": "3"}, own_cpus=1) == {}  # the user's
+    assert exported_by_launcher(launch, worker, own_cpus=None) == {}  # Ray's count unknown: the user's
+    # torchrun sets OMP_NUM_THREADS=1 for 2 processes per node where it is unset (TORCHRUN_RANK1 has 2)
+    assert exported_by_launcher(detect(TORCHRUN_RANK1), TORCHRUN_RANK1, None) == {"OMP_NUM_THREADS": "1"}
+    assert detect({**worker, **TORCHRUN_RANK1}).launcher == "torchrun"  # a rank in a Ray worker: not a task
 
 
 def test_the_first_host_of_a_huge_node_list_is_found_without_expanding_it():
@@ -193,7 +212,7 @@ def test_mpich_and_mvapich():
 @pytest.mark.parametrize("change, fragment", [
     ({"OMPI_COMM_WORLD_RANK": "2"}, "mpi: rank 2 is outside world size 2"),
     ({"OMPI_COMM_WORLD_LOCAL_SIZE": "3"}, "local world size 3 must be in [1, world size 2]"),
-    ({"OMPI_COMM_WORLD_SIZE": "two"}, "OMPI_COMM_WORLD_SIZE='two' is not an integer"),
+    ({"OMPI_COMM_WORLD_SIZE": "two"}, "OMPI_COMM_WORLD_SIZE='two' is not a whole number"),
 ])
 def test_an_inconsistent_mpi_world_fails_naming_the_values(change, fragment):
     with pytest.raises(ConfigError) as err:
@@ -291,3 +310,80 @@ def test_the_default_this_module_replaces_is_hydras_own():
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="config", return_hydra_config=True)
     assert OmegaConf.to_container(cfg.hydra.run, resolve=False)["dir"] == replaced == HYDRA_DEFAULT
+
+
+# -- launcher variables that are not numbers (issue 20) --------------------------------------------
+BAD_PORTS = ["abc", "0", "70000", "-1", "29500x", "+29500", "29_500", "2.95e4", "\u0663",
+             "9" * 400, "tcp://10.0.0.1:29500"]
+
+
+@pytest.mark.parametrize("port", BAD_PORTS)
+@pytest.mark.parametrize("environ", [TORCHRUN_RANK1, SRUN_TASK5, OPENMPI_RANK1, LIGHTNING_RANK1, KUBEFLOW_WORKER0],
+                         ids=["torchrun", "srun", "mpi", "lightning", "kubeflow"])
+def test_a_master_port_that_is_not_a_port_is_refused_naming_it(environ, port):
+    with pytest.raises(ConfigError) as err:
+        detect({**environ, "MASTER_PORT": port})
+    message = str(err.value)
+    assert message.startswith("MASTER_PORT=") and "is not a TCP port from 1 to 65535" in message
+    assert "MASTER_PORT=29500" in message  # the fix
+    assert len(message) < 300 and "\n" not in message  # a 400-digit value is cut, not printed whole
+
+
+@pytest.mark.parametrize("port", BAD_PORTS)
+def test_one_process_refuses_a_bad_master_port_only_where_it_makes_a_group(port):
+    # Kubernetes sets MASTER_PORT=tcp://... in every pod of a namespace with a Service named `master`
+    launch = detect({"MASTER_PORT": port})
+    assert launch.launcher == "single" and launch.master_port is None
+    assert "is not a TCP port from 1 to 65535" in launch.port_problem
+    preset = load({"distributed": {"init": "always"}})
+    with pytest.raises(ConfigError, match="env.distributed: MASTER_PORT="):
+        make_plan(preset, key="env", environ_now={}, env_set={}, explicit_vars=(), state=FRESH, cpus=2,
+                  machine_cpus=2, launch=launch)
+    make_plan(load({}), key="env", environ_now={}, env_set={}, explicit_vars=(), state=FRESH, cpus=2,
+              machine_cpus=2, launch=launch)  # no group: the variable is not this job's
+
+
+@pytest.mark.parametrize("port, expected", [("1", 1), ("65535", 65535), ("029500", 29500), ("", None),
+                                            (" 29500", 29500), ("29500\n", 29500)])
+def test_a_master_port_that_is_a_port_is_used(port, expected):
+    assert detect({"MASTER_PORT": port}).master_port == expected  # empty: unset, as the shell means it
+
+
+@pytest.mark.parametrize("name", ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"])
+@pytest.mark.parametrize("value", ["-1", "1_0", "+1", "\u0661", "9" * 400, "", "1 1"])
+def test_every_rank_variable_is_read_strictly(name, value):
+    # int() takes "1_0", "+1" and other scripts' digits; torch and the other launchers' tools may not.
+    # (Surrounding blanks, as a ConfigMap's trailing newline, every reader takes.)
+    with pytest.raises(ConfigError, match=f"^{name}=.* is not a whole number"):
+        detect({**TORCHRUN_RANK1, name: value})
+
+
+@pytest.mark.parametrize("per_pod", ["abc", "0", "-2", "2x", "9" * 400])
+def test_a_kubeflow_process_count_that_is_not_one_is_refused(per_pod):
+    with pytest.raises(ConfigError, match="^PET_NPROC_PER_NODE=.*nprocPerNode"):
+        detect({**KUBEFLOW_WORKER0, "PET_NPROC_PER_NODE": per_pod})
+
+
+@pytest.mark.parametrize("per_pod", ["1", "auto", "gpu", "cpu"])
+def test_a_kubeflow_pod_of_one_process_or_torchruns_own_words_runs(per_pod):
+    assert detect({**KUBEFLOW_WORKER0, "PET_NPROC_PER_NODE": per_pod}).launcher == "kubeflow"
+
+
+@pytest.mark.parametrize("environ", [
+    {**SRUN_TASK5, "SLURM_STEP_TASKS_PER_NODE": "9" * 5000},
+    {**SRUN_TASK5, "SLURM_NODELIST": "n[0-" + "9" * 5000 + "]"},
+    {**SRUN_TASK5, "SLURM_NODELIST": "n[\u0661-\u0662]"},
+])
+def test_absurd_slurm_numbers_are_refused_without_a_traceback(environ):
+    with pytest.raises(ConfigError, match="SLURM_"):
+        detect(environ)
+
+
+def test_a_huge_job_id_still_derives_a_port():
+    assert derived_port("9" * 5000 + "1234") == 21234
+
+
+def test_whole_number_masks_a_secret_looking_name():
+    with pytest.raises(ConfigError) as err:
+        whole_number("MY_TOKEN_PORT", "hf_abcdefghijklmnopqrstuvwx", 1, 65535)
+    assert "hf_abc" not in str(err.value) and "***" in str(err.value)

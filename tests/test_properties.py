@@ -80,7 +80,7 @@ def test_a_real_session_restores_the_real_environment(preset_vars, shell):
             for name, value in preset_vars.items():
                 expected = shell.get(name, normalize(name, value))
                 assert os.environ.get(name) == expected
-            assert session.report["vars"].keys() >= {n for n, v in preset_vars.items() if v is not None}
+            assert session.report.vars.keys() >= {n for n, v in preset_vars.items() if v is not None}
         assert dict(os.environ) == before
     finally:
         for name in shell:

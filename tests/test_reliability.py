@@ -19,7 +19,7 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 WRITER = """
 import sys
 from pathlib import Path
-from bootstrap.report import write_json_atomic
+from bootstrap.outbound import write_json
 path = Path(sys.argv[1])
 payload = {"vars": {f"VAR_{i}": {"value": "x" * 200, "source": "preset"} for i in range(500)}}
 print("writing", flush=True)
@@ -27,7 +27,7 @@ n = 0
 while True:
     n += 1
     payload["n"] = n
-    write_json_atomic(path, payload)
+    write_json(path, payload)
 """
 
 

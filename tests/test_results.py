@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from bootstrap.report import metrics_from, write_text_atomic
+from bootstrap.outbound import write_text
+from bootstrap.report import MAX_DEPTH, MAX_METRICS, MAX_SKIPPED, error_text, metrics_from
 from bootstrap.summary import Row, objective_for, rank, to_csv, to_markdown
 
 
@@ -29,10 +30,94 @@ def test_a_mapping_is_flattened_and_tensors_become_floats():
     assert skipped == ["name (str)", "flag (bool)", "hist (Tensor)", "bad (nan)"]
 
 
-@pytest.mark.parametrize("value", [None, "text", [1, 2], object()])
+@pytest.mark.parametrize("value", [None, "text", object(), (), tuple(range(40))])
 def test_anything_else_is_skipped_and_noted(value):
     metrics, skipped = metrics_from(value)
     assert metrics == {} and (skipped == [] if value is None else len(skipped) == 1)
+
+
+def test_a_tuple_of_objectives_becomes_one_metric_each():
+    assert metrics_from((0.5, 0.25)) == ({"return/0": 0.5, "return/1": 0.25}, [])  # Optuna's multi-objective
+    assert metrics_from([1, "x"]) == ({"return/0": 1.0}, ["return/1 (str)"])
+
+
+class Raising:
+    """Whatever converts it raises: __float__, __index__, item()."""
+
+    ndim = 0
+
+    def __init__(self, error):
+        self.error = error
+
+    def __float__(self):
+        raise self.error
+
+    __index__ = __float__
+
+    def item(self):
+        raise self.error
+
+
+class RaisingFloat(float):
+    def __float__(self):
+        raise SystemExit(3)  # not even an Exception
+
+
+class Weird:
+    def __str__(self):
+        raise RuntimeError("no text")
+
+    def __hash__(self):
+        return 7
+
+
+def test_values_that_cannot_become_floats_are_skipped_with_the_reason_never_raised():
+    cycle = {"loss": 0.5, "inner": {"ok": 1}}
+    cycle["self"] = cycle
+    cycle["inner"]["up"] = cycle
+    metrics, skipped = metrics_from(cycle)
+    assert metrics == {"loss": 0.5, "inner/ok": 1.0}
+    assert skipped == ["inner/up (a mapping that holds itself)", "self (a mapping that holds itself)"]
+    assert metrics_from(10**400) == ({}, ["return (int too large for a float)"])
+    assert metrics_from({"n": np.float64("inf"), "big": 10**400, "ok": 2**60}) == (
+        {"ok": float(2**60)}, ["n (inf)", "big (int too large for a float)"])
+    metrics, skipped = metrics_from({"a": Raising(ValueError()), "b": Raising(KeyError()), "c": RaisingFloat(1.0),
+                                     "t": torch.tensor(1.0).expand(())})
+    assert metrics == {"t": 1.0}
+    assert skipped == ["a (Raising that could not be converted: ValueError)",
+                       "b (Raising that could not be converted: KeyError)",
+                       "c (RaisingFloat that could not be converted: SystemExit)"]
+
+
+def test_keys_that_are_not_text_are_named_or_skipped():
+    metrics, skipped = metrics_from({1: 1.0, 2.5: 2.0, (1, 2): 3.0, 10**5000: 4.0, Weird(): 5.0, None: 6.0})
+    assert metrics == {"1": 1.0, "2.5": 2.0, "(1, 2)": 3.0, "None": 6.0}
+    assert skipped == ["? (a key of type int that cannot be shown: ValueError)",
+                       "? (a key of type Weird that cannot be shown: RuntimeError)"]
+
+
+def test_depth_size_and_name_length_are_bounded():
+    deep = inner = {}
+    for _ in range(100_000):  # far past the recursion limit
+        inner["a"] = inner = {}
+    inner["v"] = 1.0
+    metrics, skipped = metrics_from(deep)
+    assert metrics == {} and skipped == ["/".join(["a"] * MAX_DEPTH) + f" (nested deeper than {MAX_DEPTH} levels)"]
+    metrics, skipped = metrics_from({f"m{i}": float(i) for i in range(MAX_METRICS + 500)})
+    assert len(metrics) == MAX_METRICS and len(skipped) == MAX_SKIPPED + 1
+    assert skipped[0] == f"m{MAX_METRICS} (past the limit of {MAX_METRICS} metrics in a report)"
+    assert skipped[-1] == f"{500 - MAX_SKIPPED} more values not recorded (at most {MAX_SKIPPED} are named)"
+    metrics, skipped = metrics_from({"x" * 10_000: 1.0})
+    assert metrics == {} and skipped == ["x" * 200 + "... (a name longer than 200 characters)"]
+
+
+def test_an_error_whose_message_cannot_be_read_still_gives_its_type():
+    class Broken(Exception):
+        def __str__(self):
+            raise RuntimeError("no")
+
+    assert error_text(Broken()) == "Broken (its message could not be read: RuntimeError)"
+    assert error_text(ValueError("x" * 30_000)).endswith("x... (10012 more characters)")  # "ValueError: " + 30,000
 
 
 def row(job, **metrics):
@@ -71,9 +156,9 @@ def test_summary_cells_stay_one_table_and_are_no_spreadsheet_formulas():
 def test_written_files_follow_the_umask_like_hydras_own(tmp_path):
     previous = os.umask(0o022)
     try:
-        write_text_atomic(tmp_path / "a.json", "{}")
+        write_text(tmp_path / "a.json", "{}")
         os.umask(0o077)
-        write_text_atomic(tmp_path / "b.json", "{}")
+        write_text(tmp_path / "b.json", "{}")
     finally:
         os.umask(previous)
     assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o644

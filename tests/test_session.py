@@ -80,8 +80,8 @@ def test_a_failed_check_raises_and_changes_nothing(clean_environ, tmp_path):
 
 def test_warn_keeps_going_and_records_the_failed_check(clean_environ):
     with bootstrap.initialize({"requires": {"torch": "<1.0"}, "on_mismatch": "warn"}) as session:
-        assert [c["ok"] for c in session.report["checks"]] == [False]
-        assert any("needs torch <1.0" in w for w in session.report["warnings"])
+        assert [c.ok for c in session.report.checks] == [False]
+        assert any("needs torch <1.0" in w for w in session.report.warnings)
 
 
 def test_bad_config_is_rejected_before_anything_is_applied(clean_environ):
@@ -97,12 +97,12 @@ def test_auto_threads_honour_a_user_omp_num_threads(clean_environ, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     with bootstrap.initialize({"threads": {"intra_op": "auto"}}) as session:
         assert torch.get_num_threads() == 1
-        assert session.report["vars"]["OMP_NUM_THREADS"]["source"] == "shell"
+        assert session.report.vars["OMP_NUM_THREADS"].source == "shell"
 
 
 def test_auto_threads_use_the_cpus_this_process_may_run_on(clean_environ):
     with bootstrap.initialize({"threads": {"intra_op": "auto"}}) as session:
-        assert session.report["threads"]["intra_op"] == len(os.sched_getaffinity(0))
+        assert session.report.threads.intra_op == len(os.sched_getaffinity(0))
 
 
 def test_deterministic_mode_and_its_restore(clean_environ):
@@ -125,7 +125,7 @@ def test_a_report_that_cannot_be_written_fails_the_job_and_changes_nothing(clean
 
 def test_a_mesh_is_only_checked_where_there_is_a_group_to_build_it_on(clean_environ):
     with bootstrap.initialize({"distributed": {"mesh": {"dp": -1, "tp": 2}}}) as session:
-        assert session.mesh is None and session.report["distributed"]["process_group"] == "none"
+        assert session.mesh is None and session.report.distributed.process_group == "none"
     with pytest.raises(bootstrap.ConfigError, match="1 is not divisible by 2"):
         bootstrap.initialize({"distributed": {"mesh": {"dp": -1, "tp": 2}, "init": "always"}}).apply()
 
@@ -188,3 +188,45 @@ def test_a_number_returned_by_the_task_is_recorded(clean_environ, tmp_path):
     session = bootstrap.initialize({}, output_dir=tmp_path).apply()
     session.close("completed", metrics=torch.tensor(0.125))
     assert json.loads((tmp_path / "bootstrap.json").read_text())["job"]["metrics"] == {"return": 0.125}
+
+
+def test_the_report_is_typed_and_records_when_the_job_started(clean_environ, tmp_path):
+    import time
+
+    from bootstrap.records import Report, read_report
+
+    before = time.time_ns()
+    with bootstrap.initialize(PRESET, output_dir=tmp_path) as session:
+        assert isinstance(session.report, Report) and session.report.job.status == "running"
+        assert before <= session.report.timings.started_ns <= time.time_ns()
+    written = read_report(tmp_path / "bootstrap.json")
+    assert written.job.status == "completed" and written.timings.started_ns == session.report.timings.started_ns
+    assert written.vars["HF_TOKEN"].value == "***"
+
+
+def test_a_task_error_is_masked_in_the_report_and_an_unreadable_one_still_ends_the_record(clean_environ, tmp_path):
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no message")
+
+    with pytest.raises(RuntimeError):
+        with bootstrap.initialize(PRESET, output_dir=tmp_path):
+            raise RuntimeError("login failed for https://user:hunter22@example.com with hf_do_not_leak")
+    error = json.loads((tmp_path / "bootstrap.json").read_text())["job"]["error"]
+    assert "hunter22" not in error and "hf_do_not_leak" not in error and error.startswith("RuntimeError: login")
+
+    with pytest.raises(Unprintable):
+        with bootstrap.initialize(PRESET, output_dir=tmp_path):
+            raise Unprintable()
+    job = json.loads((tmp_path / "bootstrap.json").read_text())["job"]
+    assert job["status"] == "failed" and job["error"] == "Unprintable (its message could not be read: RuntimeError)"
+
+
+def test_whatever_the_task_returns_close_records_a_final_status(clean_environ, tmp_path):
+    cycle = {"loss": 0.25}
+    cycle["again"] = cycle
+    session = bootstrap.initialize({}, output_dir=tmp_path).apply()
+    session.close("completed", metrics={"cycle": cycle, "big": 10**400})
+    job = json.loads((tmp_path / "bootstrap.json").read_text())["job"]
+    assert job["status"] == "completed" and job["metrics"] == {"cycle/loss": 0.25}
+    assert job["metrics_skipped"] == ["cycle/again (a mapping that holds itself)", "big (int too large for a float)"]
