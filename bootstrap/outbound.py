@@ -139,8 +139,8 @@ def clean_data(data: Any) -> Any:
     secrets = _known_secrets()
 
     def visit(item: Any, secret_key: bool) -> Any:
-        if isinstance(item, dict):  # a key is a name, not a value: only credentials and control characters
-            return {printable(mask_credentials(k)) if isinstance(k, str) else k: visit(v, _secret_name(str(k)))
+        if isinstance(item, dict):  # keys too: a metric's name is the task's own text
+            return {visit(k, False) if isinstance(k, str) else k: visit(v, _secret_name(str(k)))
                     for k, v in item.items()}
         if isinstance(item, (list, tuple)):
             return [visit(v, secret_key) for v in item]

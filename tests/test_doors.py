@@ -294,8 +294,14 @@ def test_a_config_key_that_merely_contains_a_marker_is_not_a_secret():
             if not names_a_credential(k)] == []
     assert [k for k in ("tokenizer", "message_key", "time_key", "max_tokens", "author", "monkey", "path")
             if names_a_credential(k)] == []
-    outbound.remember("message")  # even a value remembered by mistake never renames a JSON key
-    assert set(outbound.clean_data({"message": {"message": "x", "extraInfo": {}}})) == {"message"}
+    # so an app's `message_key: message` is not remembered, and never renames torch elastic's error
+    # file's keys (torchrun's agent reads error_file_data["message"])
+    from omegaconf import OmegaConf
+
+    from bootstrap.jobconfig import remember_secrets
+
+    remember_secrets(OmegaConf.create({"logger": {"message_key": "message", "time_key": "timestamp"}}))
+    assert set(outbound.clean_data({"message": {"message": "x", "extraInfo": {"timestamp": "1"}}})) == {"message"}
 
 
 def test_a_log_call_whose_message_cannot_be_shown_never_crashes_the_caller():
