@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Collection, Dict, Mapping, Optional, Tuple
 
 from bootstrap import environ, mesh, seeding
-from bootstrap.dumps import DUMP_PREFIX
 from bootstrap.errors import ConfigError
 from bootstrap.launcher import Launch, exported_by_launcher
 from bootstrap.readers import ProcessState
@@ -212,6 +211,8 @@ def _derived_vars(preset: EnvConfig, threads: ThreadPlan, distributed: bool, dum
     elif distributed:
         derived["TORCH_FR_BUFFER_SIZE"] = recorder.buffer_size
         if dump_dir:  # where NCCL's own dump on a watchdog timeout goes: beside the bootstrap's, same names
+            from bootstrap.dumps import DUMP_PREFIX  # here: the dumps' reader is no single process's cost
+
             derived["TORCH_FR_DUMP_TEMP_FILE"] = str(Path(dump_dir) / DUMP_PREFIX)
     if preset.seed is not None:
         derived["PYTHONHASHSEED"] = preset.seed
