@@ -201,13 +201,14 @@ class BootstrapCallback(Callback):
         # Launcher plugins log each job's overrides as typed ("#3 : a=b"), each from its own logger:
         # every record is masked for the sweep's duration.
         outbound.remember_overrides(typed_overrides(config))
-        outbound.MaskedLogs.hold()
-        self._masking_logs = True
         # Hydra skips on_multirun_end when a job failed or a check stopped the sweep,
         # and those are the sweeps whose summary matters most. atexit covers them.
         if launcher.peek(os.environ).rank == 0:  # a multirun under torchrun: rank 0 alone writes the summary
             atexit.register(write_sweep_summary, str(config.hydra.sweep.dir), self.objective, self.mode,
                             _sweepers_directions(config))
+        if not self._masking_logs:  # last: a hook that failed before here holds nothing
+            outbound.MaskedLogs.hold()
+            self._masking_logs = True
 
     @_guarded
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

@@ -151,12 +151,15 @@ class Session:
     # -- applying ----------------------------------------------------------------------------
     def apply(self) -> "Session":
         """Apply the preset to this process; on any failure, put it back and raise."""
-        outbound.MaskedLogs.hold()  # every log record while the job runs, whichever logger made it
-        self._masking_logs = True
+        holds = not self._masking_logs  # applied already: push refuses, and the hold it has stays its own
+        if holds:
+            outbound.MaskedLogs.hold()  # every log record while the job runs, whichever logger made it
+            self._masking_logs = True
         try:
             active.push(self, self._apply)
         except BaseException:
-            self._release_logs()
+            if holds:
+                self._release_logs()
             raise
         return self
 

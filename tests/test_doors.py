@@ -328,3 +328,15 @@ def test_every_command_prints_its_help_on_stdout():
         proc = subprocess.run([sys.executable, "-m", "bootstrap", command, "--help"], capture_output=True, text=True,
                               cwd=ROOT, env=clean_env(), timeout=60)
         assert proc.returncode == 0 and "usage:" in proc.stdout and proc.stderr == "", command
+
+
+def test_a_refused_apply_or_a_failed_hook_holds_no_log_masking():
+    import bootstrap
+    from bootstrap.errors import BootstrapError
+
+    before = outbound.MaskedLogs._holds
+    session = bootstrap.initialize({}).apply()
+    with pytest.raises(BootstrapError, match="already applied"):
+        session.apply()
+    session.close()
+    assert outbound.MaskedLogs._holds == before  # the refused second apply left its hold to nobody
