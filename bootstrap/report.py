@@ -83,8 +83,6 @@ class Applied:
     mesh: bool  # a DeviceMesh was built
 
 
-
-
 def build(job: JobInfo, plan: Plan, device: str, found: Found,
           checks: Sequence[Check], applied: Optional[Applied], warnings: Sequence[str], bootstrap_s: float,
           status: JobStatus = JobStatus.RUNNING, lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> Report:
@@ -119,9 +117,7 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
             cudnn_benchmark=plan.torch.cudnn_benchmark and not plan.torch.deterministic,
             deterministic=plan.torch.deterministic),
         distributed=records.Distributed(
-            launcher=launch.launcher.value, rank=launch.rank, local_rank=launch.local_rank,
-            world_size=launch.world_size, local_world_size=launch.local_world_size, node_rank=launch.node_rank,
-            master_addr=launch.master_addr, master_port=launch.master_port, job_id=launch.job_id,
+            **launch.as_dict(),
             backend=applied.backend if applied else None,
             process_group=(applied.group if applied else GroupState.NONE).value,
             teardown=None,  # set at job end
