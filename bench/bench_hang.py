@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bootstrap import dumps, hang  # noqa: E402 - after the path, so that a plain checkout runs it
+from bootstrap.distributed import dumps, hang  # noqa: E402 - after the path, so that a plain checkout runs it
 
 START_NS = 1_700_000_000 * 10**9  # the synthetic run's start
 FRAMES = [{"filename": f"/opt/venv/lib/python3.11/site-packages/torch/distributed/module_{i}.py", "line": 100 + i,

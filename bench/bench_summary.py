@@ -25,7 +25,8 @@ from typing import Callable, Dict, List
 
 import yaml
 
-from bootstrap import outbound, records, summary
+from bootstrap.doors import outbound, records
+from bootstrap.sweep import summary
 
 TARGET_VS_BARE = 1.5
 TARGET_SCALE = 11.0

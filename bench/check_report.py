@@ -8,9 +8,9 @@ fields it read. The report is read as the typed bootstrap.records.Report.
 
 import sys
 
-from bootstrap import outbound
-from bootstrap.inbound import Unreadable
-from bootstrap.records import Report, read_report
+from bootstrap.doors import outbound
+from bootstrap.doors.inbound import Unreadable
+from bootstrap.doors.records import Report, read_report
 
 
 def problems(report: Report, device: str, backend, group: bool, tf32: bool, trained: bool) -> list:

@@ -15,7 +15,8 @@ import torch.distributed as dist
 from hydra import compose, initialize_config_dir
 
 import bootstrap
-from bootstrap import dumps, hang, records
+from bootstrap.distributed import dumps, hang
+from bootstrap.doors import records
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -36,6 +36,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from bootstrap.doors.records import read_report
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 STUB = ROOT / "train_stub.py"
@@ -109,7 +111,7 @@ def startup(work: Path, repeats: int) -> dict:
                       f"hydra.run.dir={work}/plain"], work)
 
     results = interleaved({"train_stub": ours, "plain": plain}, repeats)
-    own = [json.loads((work / f"ours{i}" / "bootstrap.json").read_text())["timings"]["bootstrap_s"]
+    own = [read_report(work / f"ours{i}" / "bootstrap.json").timings.bootstrap_s
            for i in range(1, runs["n"] + 1)]
     return {"train_stub_s": median(results["train_stub"]), "plain_s": median(results["plain"]),
             "ratio": median(results["train_stub"]) / median(results["plain"]), "bootstrap_ms": median(own) * 1000}
@@ -146,7 +148,7 @@ def torchrun_samples_per_s(work: Path, steps: int):
             subprocess.run([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(STUB),
                             f"train.steps={steps}", f"hydra.run.dir={run_dir}", *overrides],
                            cwd=work, env=clean_env(), check=True, capture_output=True)
-            return json.loads((run_dir / "bootstrap.rank0.json").read_text())["job"]["metrics"]["samples_per_s"]
+            return read_report(run_dir / "bootstrap.rank0.json").job.metrics["samples_per_s"]
         return run
     return torchrun
 
@@ -214,7 +216,7 @@ def _app_without_bootstrap(work: Path) -> Path:
 
 HOOKS_PROBE = """
 import atexit, runpy, sys, time
-from bootstrap.callback import BootstrapCallback
+from bootstrap.adapter.callback import BootstrapCallback
 spent = [0.0]
 def timing(hook):
     def run(*args, **kwargs):
@@ -351,8 +353,8 @@ def lightning_ddp(work: Path, repeats: int) -> dict:
 LINT_PROBE = """
 import sys, time
 import bootstrap, torch  # what a job has imported before its start-up
-from bootstrap.schema import load
-from bootstrap.versions import detect
+from bootstrap.core.schema import load
+from bootstrap.core.versions import detect
 variables = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": 3, "TORCH_FR_BUFFER_SIZE": 2000, "TORCH_NCCL_DUMP_ON_TIMEOUT": 1,
              "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}  # a100's
 if sys.argv[1] == "findings":

@@ -6,9 +6,9 @@
     hydra/callbacks=bootstrap                        # in a Hydra app
 """
 
-from bootstrap.errors import BootstrapError, ConfigError, MismatchError
-from bootstrap.schema import EnvConfig
-from bootstrap.schema import register as _register_schema
+from bootstrap.core.schema import EnvConfig
+from bootstrap.core.schema import register as _register_schema
+from bootstrap.doors.errors import BootstrapError, ConfigError, MismatchError
 
 _register_schema()
 
@@ -20,11 +20,11 @@ def __getattr__(name: str):
     # Import torch-touching parts on first use, so ``import bootstrap`` (done by the
     # config schema's registration) stays cheap for tools that never apply a preset.
     if name in ("Session", "current", "initialize"):
-        from bootstrap import session
+        from bootstrap.core import session
 
         return getattr(session, name)
     if name == "BootstrapCallback":
-        from bootstrap.callback import BootstrapCallback
+        from bootstrap.adapter.callback import BootstrapCallback
 
         return BootstrapCallback
     raise AttributeError(f"module 'bootstrap' has no attribute {name!r}")

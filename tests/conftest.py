@@ -1,5 +1,10 @@
-"""Shared helpers: run the real train_stub.py in a subprocess and read what it wrote."""
+"""Shared helpers: run the real train_stub.py in a subprocess and read what it wrote.
 
+tests/unit/ holds in-process tests (a process started there fails the test, see _no_processes);
+tests/e2e/ holds the tests that start processes, marked ``e2e`` here: ``pytest -m "not e2e"``
+runs the unit tests alone."""
+
+import _posixsubprocess
 import json
 import math
 import os
@@ -18,6 +23,48 @@ settings.load_profile("bootstrap")
 
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ROOT / "train_stub.py"
+E2E = Path(__file__).resolve().parent / "e2e"
+UNIT = Path(__file__).resolve().parent / "unit"
+
+
+def pytest_ignore_collect(collection_path, config):
+    # `-m "not e2e"` does not even import the e2e files: they insist on their engines (Lightning,
+    # mpirun, Ray) at import, and the unit tests need only the `test` extra.
+    path = collection_path.resolve()
+    if config.getoption("markexpr") == "not e2e" and E2E in (path, *path.parents):
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if E2E in Path(item.path).resolve().parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def _refuse_process(*args, **kwargs):
+    raise AssertionError("a unit test started a process: move it to tests/e2e")
+
+
+# subprocess binds fork_exec when it is imported; multiprocessing calls it through the module
+_PROCESS_STARTS = ((subprocess, "_fork_exec"), (_posixsubprocess, "fork_exec"), (os, "fork"), (os, "posix_spawn"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A unit test, and every fixture it sets up (module-scoped ones too), runs in this process:
+    ``pytest -m "not e2e"`` stays the fast subset."""
+    if UNIT not in Path(item.path).resolve().parents:
+        yield
+        return
+    saved = [(owner, name, getattr(owner, name)) for owner, name in _PROCESS_STARTS]
+    for owner, name, _ in saved:
+        setattr(owner, name, _refuse_process)
+    try:
+        yield
+    finally:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
 
 
 @dataclass
@@ -104,7 +151,7 @@ def _main_here(main, capsys, monkeypatch):
 @pytest.fixture
 def doctor_here(capsys, monkeypatch):
     """``bootstrap doctor ARGS`` in this process (see :func:`_main_here`)."""
-    from bootstrap import doctor
+    from bootstrap.cli import doctor
 
     return _main_here(doctor.main, capsys, monkeypatch)
 
@@ -112,6 +159,6 @@ def doctor_here(capsys, monkeypatch):
 @pytest.fixture
 def tune_here(capsys, monkeypatch):
     """``bootstrap tune ARGS`` in this process (see :func:`_main_here`)."""
-    from bootstrap import tune
+    from bootstrap.cli import tune
 
     return _main_here(tune.main, capsys, monkeypatch)

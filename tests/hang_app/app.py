@@ -1,4 +1,4 @@
-"""A 2-rank job that hangs on purpose, for the flight recorder's tests (tests/test_hang.py).
+"""A 2-rank job that hangs on purpose, for the flight recorder's tests (tests/unit/test_hang.py).
 
     torchrun --standalone --nproc_per_node=2 app.py fault=skip     # rank 1 never enters all_reduce #2
     torchrun --standalone --nproc_per_node=2 app.py fault=mismatch # rank 1 broadcasts where rank 0 all-reduces

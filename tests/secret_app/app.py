@@ -1,4 +1,4 @@
-"""A Hydra app whose task fails with secrets in its own error text, for tests/test_doors.py.
+"""A Hydra app whose task fails with secrets in its own error text, for tests/unit/test_doors.py.
 
 The error holds a URL password, an ``hf_`` token, the value of a secret variable from the shell
 (no known prefix), the app's own ``db.password`` and terminal escapes; the task also logs it

@@ -1,5 +1,5 @@
 """A hydra-zen app: its primary config is a dataclass made by ``builds``, with no YAML and no ``env``
-field. The bootstrap is enabled from the command line alone, or in its defaults (tests/test_app_styles.py):
+field. The bootstrap is enabled from the command line alone, or in its defaults (tests/e2e/test_app_styles.py):
 
     python app.py hydra/callbacks=bootstrap '+env@hydra.callbacks.bootstrap.env=cpu_debug'
     python app.py --config-name train_with_env -m env.threads.intra_op=1,2   # in its defaults

@@ -1,0 +1,1 @@
+"""The Hydra adapter: the callback, a thin layer over the core's plain Python API."""

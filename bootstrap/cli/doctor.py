@@ -1,0 +1,175 @@
+"""``bootstrap doctor``: what the bootstrap would do here, without doing it.
+
+Composes the config an app would compose, runs the version checks and works out
+every setting, then prints the machine, the checks and the variables (or the same
+as JSON, in the ``bootstrap.json`` schema). Nothing is applied and no task runs.
+It is what a user pastes into a bug report.
+
+Exit status, the job's verdict (:mod:`bootstrap.core.verdict`, which the job itself stops by):
+
+- 0: the job would start (a failed check under ``on_mismatch=warn`` is shown, and starts);
+- 1: the job would stop, and every reason is said: a value the bootstrap refuses (a thread
+  count, a bad ``MASTER_PORT``, launcher variables that do not add up), a lint finding under
+  ``env.lint=error``, a value torch would refuse (``TORCH_DISTRIBUTED_DEBUG=1``), a failed
+  check under ``on_mismatch=error``;
+- 2: no verdict: bad usage, or a config Hydra cannot compose (the job would not reach the
+  bootstrap either).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from bootstrap.core import compose, jobconfig
+from bootstrap.doors import outbound, records, torch_settings
+from bootstrap.doors.errors import BootstrapError
+from bootstrap.doors.masking import masked_text
+
+
+def _parser() -> outbound.ArgumentParser:
+    parser = outbound.ArgumentParser(
+        prog="bootstrap doctor",
+        description="Show the machine, the preset's checks and every setting the bootstrap would apply, "
+                    "without applying anything.")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. env=h100 env.threads.intra_op=4")
+    parser.add_argument("--config-path", help="the app's config directory (default: this package's conf/)")
+    parser.add_argument("--config-name", default=None, help="the app's primary config (default: config)")
+    parser.add_argument("--module", default=None,
+                        help="import this module first: an app whose configs are registered in Python "
+                             "(hydra-zen's store, Hydra's ConfigStore), e.g. --module my_app.train; with no "
+                             "--config-path, only what it registers (and the presets) is searched")
+    parser.add_argument("--json", action="store_true", help="print JSON in the bootstrap.json schema")
+    parser.add_argument("--run-dir", type=Path, help="a job's output directory: also say what its flight-recorder "
+                                                      "dumps show (distributed.hang)")
+    return parser
+
+
+def _table(rows: List[tuple], indent: str = "  ") -> str:
+    """Aligned columns; every cell one line, whatever a value holds (a variable's value may hold a newline)."""
+    rows = [tuple(outbound.clean(cell, one_line=True) for cell in row) for row in rows]
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    lines = ("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+    return "\n".join(indent + line for line in lines)
+
+
+def _takes_effect(name: str, effective: bool, withheld: bool = False) -> str:
+    from bootstrap.variables.readers import reader_for
+
+    if withheld:
+        return "not set: too late here, and ranks must agree"
+    if effective:
+        return "now, through torch's API" if reader_for(name).apply_now else "now"
+    if not reader_for(name).warn_when_late:  # threads and seeding reach this process through torch's API
+        return "child processes (this process: through torch)"
+    return "child processes only"
+
+
+def _flight_recorder(hang: dict) -> List[str]:
+    """What the dumps show; each line stays one line, whatever a dump's fields hold."""
+    if not hang["dumps"]:
+        lines = [f"no dumps of this run in {hang['dump_dir']} (a healthy run writes none)", *hang.get("notes", [])]
+    else:
+        lines = [f"dumps in {hang['dump_dir']}: {', '.join(hang['dumps'])}", *hang["groups"],
+                 *(hang["findings"] or ["no divergence between the ranks"]), *hang.get("notes", []),
+                 f"(python -m bootstrap hang {hang['dump_dir']})"]
+    return ["", "Flight recorder", *("  " + outbound.clean(line, one_line=True) for line in lines)]
+
+
+def format_text(report: records.Report, refusals: Optional[list] = None) -> str:
+    found, dist, threads = report.found, report.distributed, report.threads
+    gpus = ", ".join(found.gpu_names) or "none"
+    machine = [
+        ("python", found.python),
+        ("torch", found.torch),
+        ("CUDA", found.cuda or "none (a CPU build of torch)"),
+        ("cuDNN", found.cudnn or "none"),
+        ("NCCL", found.nccl or "none"),
+        ("GPUs", f"{found.gpus}: {gpus}" if found.gpus else "none"),
+        ("compute capability", found.compute_capability or "-"),
+        ("CPUs", f"{found.cpus} ({found.cpus_usable} usable, affinity {found.cpu_affinity})"),
+        ("launcher", f"{dist.launcher} (rank {dist.rank} of {dist.world_size}, "
+                     f"{dist.local_world_size} on this node)"),
+    ]
+    checks = [("check", "required", "found", "ok")] + [
+        (c.name, c.required, c.found or "-", "yes" if c.ok else "NO") for c in report.checks]
+    variables = [("variable", "value", "source", "takes effect")] + [
+        (name, v.value, v.source, _takes_effect(name, v.effective, v.withheld)) for name, v in report.vars.items()]
+    failed = [c.name for c in report.checks if not c.ok]
+    lines = [
+        outbound.clean(f"hydra-train-bootstrap doctor: preset {report.preset}"
+                       + (f" ({' '.join(report.overrides)})" if report.overrides else ""), one_line=True),
+        *([outbound.clean(f"resolved: {report.resolved.describe()}", one_line=True)] if report.resolved else []),
+        "", "Machine", _table(machine),
+        "", "Checks", _table(checks) if report.checks else "  (the preset requires nothing)",
+        "", "Variables", _table(variables),
+        "", "Lint", _table([("variable", "finding", "why")] + [(f.name, f.kind, f.message) for f in report.lint])
+        if report.lint else "  (nothing to report)",
+        *(_flight_recorder(dist.hang) if dist.hang else []),
+        "", "Torch",
+        _table([("threads", f"intra_op {threads.intra_op}, inter_op {threads.inter_op}"),
+                *torch_settings.doctor_rows(report.torch),
+                ("device", report.device),
+                ("seed", f"{report.seed.value} (data seed {report.seed.data_seed})")]),
+        "",
+        *_result(failed, refusals or []),
+    ]
+    return "\n".join(lines)
+
+
+def _result(failed: List[str], refusals: list) -> List[str]:
+    """The last lines: the job's verdict, and each reason it would stop for."""
+    if not refusals:
+        return [f"Result: FAILED checks: {', '.join(failed)}; the job starts anyway (on_mismatch=warn)" if failed
+                else "Result: every check passes"]
+    head = f"FAILED checks: {', '.join(failed)}; the job would stop" if failed else "the job would stop"
+    lines = [f"Result: {head}:"]
+    for refusal in refusals:
+        lines += ["  " + line for line in refusal.message.splitlines()]
+    return lines
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    outbound.remember_overrides(args.overrides)  # a secret typed on the command line stays out of every answer
+    try:  # composed and previewed in one Hydra context: env=auto loads its preset from the app's search path
+        config_dir = None if args.config_path is None else Path(args.config_path)
+        if config_dir is not None and not config_dir.is_dir():
+            raise compose.ComposeError(f"--config-path {args.config_path}: no such directory.")
+        with compose.app_config(config_dir, args.config_name, args.overrides, args.module) as cfg:
+            report, refusals = jobconfig.preview(cfg)
+    except compose.ComposeError as error:
+        return _say_error(str(error), args.overrides, 2)
+    except BootstrapError as error:  # what the job would stop with, before there is a plan to show
+        return _say_error(f"the job would stop: {error}", args.overrides, 1)
+    except Exception as error:  # noqa: BLE001 - any input gets a message and an exit status, never a traceback
+        first = str(error).splitlines()[0] if str(error) else ""
+        return _say_error(f"{type(error).__name__}: {first}", args.overrides, 2)
+    if args.run_dir is not None:
+        from bootstrap.distributed import hang  # only here: the dumps' reader is not needed for the rest
+
+        report.distributed.hang = hang.findings(args.run_dir)
+    if refusals:  # the job's own record of a stop holds its reason here too
+        report.job.error = "\n".join(refusal.message for refusal in refusals)
+    try:
+        if args.json:
+            outbound.say_json(report.to_json())
+        else:
+            outbound.say(format_text(report, refusals))
+        if refusals:  # one line for whoever reads only stderr (--json into a file, a CI log)
+            _say_error("the job would stop: " + "; ".join(r.message.splitlines()[0].rstrip(":") for r in refusals),
+                       args.overrides)
+    except BrokenPipeError:  # `bootstrap doctor | head`: the reader has gone, which is not an error here
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stdout's descriptor: no second error when Python flushes
+    return 1 if refusals else 0
+
+
+def _say_error(message: str, overrides: List[str], code: int = 1) -> int:
+    outbound.say(f"bootstrap doctor: {masked_text(message, overrides)}", err=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""``python -m bootstrap hang RUN_DIR``: what the ranks' flight-recorder dumps say about a hang.
+
+The analysis: :mod:`bootstrap.distributed.hang`. Exit status: 0 when the dumps show no divergence,
+1 when they do, 2 when there is no dump of this run, the usage is wrong, or the analysis failed
+(never 1: 1 means a divergence).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+from bootstrap.distributed import dumps, hang
+from bootstrap.distributed.dumps import DUMP_PREFIX
+from bootstrap.distributed.ranks import ranks_text
+from bootstrap.doors import outbound
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = outbound.ArgumentParser(prog="bootstrap hang", description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path, help="the job's output directory, which holds the ranks' dumps")
+    parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else 2
+    try:
+        return _answer(args.run_dir, args.json)
+    except Exception as error:  # noqa: BLE001 - whatever happens, a line and 2: exit 1 means a divergence
+        outbound.say(f"bootstrap hang: {args.run_dir}: the dumps could not be analysed: {type(error).__name__}: "
+                     f"{error}", err=True, one_line=True)
+        return 2
+
+
+def _answer(run_dir: Path, as_json: bool) -> int:
+    if not run_dir.is_dir():
+        outbound.say(f"bootstrap hang: {run_dir}: no such directory.", err=True, one_line=True)
+        return 2
+    diagnosis, paths = hang.diagnose_dir(run_dir, dumps.run_started_ns(run_dir))
+    if not diagnosis.ranks:
+        of_this_run = " from this run" if diagnosis.stale or diagnosis.unreadable else ""
+        outbound.say(f"bootstrap hang: {run_dir} holds no flight-recorder dump{of_this_run} ({DUMP_PREFIX}<rank>). "
+                     "The bootstrap writes one per rank when a job under a process group fails, times out or gets "
+                     "SIGTERM.", err=True, one_line=True)
+        for note in diagnosis.notes:
+            outbound.say(f"  {note}", err=True, one_line=True)
+        return 2
+    if as_json:
+        outbound.say_json({**diagnosis.as_dict(), "dumps": [str(p) for p in paths.values()]})
+    else:
+        lines = [f"bootstrap hang: {run_dir} (dumps from {ranks_text(diagnosis.ranks)})"]
+        lines += [f"  {line}" for line in diagnosis.groups]
+        lines += [f"  {line}" for line in diagnosis.findings] or ["  no divergence between the ranks"]
+        lines += [f"  {line}" for line in diagnosis.notes]
+        for line in lines:
+            outbound.say(line, one_line=True)
+    return 1 if diagnosis.findings else 0

@@ -1,0 +1,128 @@
+"""Compose a preset, or an app's whole config, through Hydra's compose API: the one place that does.
+
+Hydra composes only inside a global context. A running Hydra app has one, whose search path
+holds the app's own presets (which shadow ours), and ``env=auto`` composes its preset there.
+Elsewhere (``doctor``, ``lint``, ``tune``, the plain API) :func:`context` makes a temporary
+one, and puts back whatever was there when it ends.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, List, Optional, Sequence
+
+from bootstrap.core import presets
+from bootstrap.doors.masking import masked_text
+
+FALLBACK_CONFIG = "bootstrap_doctor"  # the doctor's primary config when the package has none (a wheel)
+
+
+class ComposeError(Exception):
+    """Nothing to compose as asked: the one-line message says what to pass instead."""
+
+
+def running() -> bool:
+    """Is there a Hydra context already: a running app's, or one :func:`context` made?"""
+    from hydra.core.global_hydra import GlobalHydra
+
+    return GlobalHydra.instance().is_initialized()
+
+
+def context(config_dir: Optional[Path] = None, job_name: str = "bootstrap"):
+    """A temporary Hydra context (a ``with`` block) searching ``config_dir`` first, then the search
+    path plugins (our presets); with ``config_dir`` None, only those and Hydra's ConfigStore."""
+    from hydra import initialize, initialize_config_dir
+
+    if config_dir is None:
+        return initialize(config_path=None, job_name=job_name, version_base="1.3")
+    return initialize_config_dir(config_dir=str(Path(config_dir).resolve()), job_name=job_name, version_base="1.3")
+
+
+def preset(name: str, key: str, overrides: Sequence[str] = (), group: Optional[str] = None,
+           config_name: Optional[str] = None):
+    """The preset ``name`` composed into the node ``key`` (from ``group``, by default the one that
+    fills ``key``), ``overrides`` on top, on ``config_name`` (None: an empty primary config).
+
+    In the Hydra context there is; with none (the plain API), from this package's config directory.
+    """
+    from hydra import compose
+
+    arguments = [f"+{group or presets.group_for(key)}@{key}={name}", *overrides]
+    if running():
+        return compose(config_name=config_name, overrides=arguments)[key]
+    with context(presets.CONF_DIR):
+        return compose(config_name=config_name, overrides=arguments)[key]
+
+
+def import_app(module: str) -> None:
+    """Import an app's module so its configs reach Hydra's ConfigStore. hydra-zen's ``store`` holds
+    them until ``store.add_to_hydra_store()``, which an app calls only under ``__main__``: so it is
+    called here too."""
+    import importlib
+    import sys
+
+    here = str(Path.cwd())
+    sys.path.insert(0, here)  # `python -m bootstrap doctor --module app` from the app's folder
+    try:
+        importlib.import_module(module)
+    except Exception as error:  # noqa: BLE001 - the app's own import error: a usage problem here
+        raise ComposeError(f"--module {module}: cannot import it ({type(error).__name__}: "
+                           f"{str(error).splitlines()[0] if str(error) else ''}).") from None
+    finally:
+        if here in sys.path:  # the app may have put entries of its own first (rootutils does)
+            sys.path.remove(here)
+    zen = sys.modules.get("hydra_zen")
+    if zen is not None:
+        zen.store.add_to_hydra_store(overwrite_ok=True)
+
+
+@contextmanager
+def app_config(config_dir: Optional[Path], config_name: Optional[str], overrides: List[str],
+               module: Optional[str] = None) -> Iterator:
+    """The job config an app would compose (its ``hydra`` node included), used inside the app's Hydra
+    context, so that ``env=auto`` composes its preset from the app's own search path.
+
+    ``config_dir`` None: this package's ``conf/`` (train_stub's), or with ``module`` (imported first,
+    :func:`import_app`) only what the module registers and the presets. :class:`ComposeError` when
+    there is nothing to compose: an unknown preset or primary config, an override Hydra refuses.
+    """
+    from hydra import compose
+    from hydra.core.config_store import ConfigStore
+    from hydra.errors import HydraException, MissingConfigException
+    from omegaconf.errors import OmegaConfBaseException
+
+    suggest_module = module is None and config_dir is None  # the configs may be in the app's Python
+    if module is not None:
+        import_app(module)
+    elif config_dir is None:
+        config_dir = presets.CONF_DIR
+        if config_name is None and not (config_dir / "config.yaml").exists():
+            ConfigStore.instance().store(name=FALLBACK_CONFIG,
+                                         node={"defaults": [{presets.GROUP: presets.CPU_PRESET}, "_self_"]})
+            config_name = FALLBACK_CONFIG
+    with context(config_dir):
+        try:
+            cfg = compose(config_name=config_name or "config", overrides=overrides, return_hydra_config=True)
+        except MissingConfigException as error:
+            missing = re.search(r"Could not find '(?:bootstrap_)?env/([^']+)'", str(error))
+            if missing:
+                raise ComposeError(f"unknown preset '{missing.group(1)}'. Presets that exist: "
+                                   f"{', '.join(_preset_names())}.") from None
+            where = f"in {config_dir}" if config_dir else "in the ConfigStore"
+            hint = "" if not suggest_module else \
+                " If the app registers its configs in Python (hydra-zen), add --module <its module>."
+            raise ComposeError(f"no primary config '{config_name or 'config'}' {where} "
+                               f"({str(error).splitlines()[0].rstrip('.')}).{hint}") from None
+        except (HydraException, OmegaConfBaseException) as error:
+            raise ComposeError(masked_text(str(error), overrides)) from None
+        yield cfg
+
+
+def _preset_names() -> List[str]:
+    from hydra.core.global_hydra import GlobalHydra
+
+    loader = GlobalHydra.instance().config_loader()
+    groups = (presets.GROUP, presets.ALIAS_GROUP)
+    return sorted({option for group in groups for option in loader.get_group_options(group)})

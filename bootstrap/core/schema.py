@@ -1,0 +1,219 @@
+"""The preset schema: what a file in the ``env`` config group may contain.
+
+Each field carries one comment saying what it does. The dataclasses are registered
+in Hydra's ConfigStore as ``bootstrap/schema/env``; every shipped preset lists it in
+its defaults, so a typo (``env.threds``) or a wrong type fails at compose time with
+Hydra's own error naming the key. What OmegaConf cannot express (positive ints,
+"int or ``auto``", specifier syntax) is checked by :func:`validate`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Union
+
+from bootstrap.core import presets
+from bootstrap.doors.errors import PRESET, ConfigError
+from bootstrap.variables.lint import LintPolicy  # the lint's own enum: variables/ sits below core/
+
+AUTO = "auto"
+MAX_FR_BUFFER = 10**6  # entries of some KiB each (sizes, a stack): beyond this the recorder costs real memory
+MAX_TIMEOUT_S = 365 * 24 * 3600  # a year: more is no timeout at all, and overflows timedelta at ~10**14 s
+
+# The enums mix in str so that a task can pass them straight to torch:
+# torch.device(cfg.env.device).
+
+
+class OnMismatch(str, enum.Enum):
+    error = "error"  # stop the job before the task runs
+    warn = "warn"  # log the failed checks and run the task anyway
+
+
+class Device(str, enum.Enum):
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class Backend(str, enum.Enum):
+    gloo = "gloo"
+    nccl = "nccl"
+
+
+class MatmulPrecision(str, enum.Enum):
+    highest = "highest"  # full fp32 matmuls (torch's default)
+    high = "high"  # TF32 on Ampere and newer
+    medium = "medium"  # bf16-based fp32 matmuls where supported
+
+
+@dataclass
+class Requires:
+    python: Optional[str] = None  # SpecifierSet for the interpreter, e.g. ">=3.10"
+    torch: Optional[str] = None  # SpecifierSet for torch.__version__
+    cuda: Optional[str] = None  # SpecifierSet for torch.version.cuda (the CUDA torch was built with)
+    nccl: Optional[str] = None  # SpecifierSet for torch.cuda.nccl.version()
+    compute_capability: Optional[str] = None  # minimum over visible GPUs, e.g. "9.0"
+    gpus: Optional[int] = None  # minimum number of visible GPUs
+
+
+@dataclass
+class Threads:
+    # A positive int, or "auto": the CPUs this process may use (sched_getaffinity)
+    # divided by the ranks on this node. OmegaConf 2.3 has no Literal type, so
+    # "auto" vs a typo such as "abc" is told apart by validate().
+    intra_op: Union[int, str] = AUTO  # torch.set_num_threads
+    inter_op: Union[int, str] = AUTO  # torch.set_num_interop_threads (once per process)
+
+
+@dataclass
+class TorchSettings:  # one row each in bootstrap.doors.torch_settings
+    matmul_precision: MatmulPrecision = MatmulPrecision.highest  # torch.set_float32_matmul_precision
+    cudnn_allow_tf32: bool = True  # torch.backends.cudnn.allow_tf32 (torch's default is True)
+    cudnn_benchmark: bool = False  # torch.backends.cudnn.benchmark: autotune conv kernels
+    deterministic: bool = False  # use_deterministic_algorithms + cudnn.deterministic + CUBLAS_WORKSPACE_CONFIG
+    detect_anomaly: bool = False  # torch.autograd.set_detect_anomaly: name the op whose backward made a NaN; slow
+
+
+class DistributedInit(str, enum.Enum):
+    auto = "auto"  # create a process group when the world has more than one rank
+    always = "always"  # also for a single process (a 1-rank group)
+    never = "never"  # leave torch.distributed alone
+
+
+class SeedOffset(str, enum.Enum):
+    none = "none"  # every rank's data stream starts from env.seed
+    rank = "rank"  # rank r's data stream starts from env.seed + r
+
+
+@dataclass
+class FlightRecorder:
+    enabled: bool = True  # keep each rank's recent collectives (torch's flight recorder), to diagnose a hang
+    buffer_size: int = 2000  # collectives kept per rank (TORCH_FR_BUFFER_SIZE)
+    dump_dir: Optional[str] = None  # where each rank's dump goes on a failure or SIGTERM; null: the job's output dir
+
+
+@dataclass
+class Distributed:
+    backend: Backend = Backend.gloo  # torch.distributed backend
+    init: DistributedInit = DistributedInit.auto  # when to create the process group
+    timeout_s: int = 600  # collective and start-up timeout, passed to init_process_group
+    # Named parallel dimensions for init_device_mesh; one -1 is inferred from the world size.
+    mesh: Dict[str, int] = field(default_factory=lambda: {"dp": -1})
+    master_addr: Optional[str] = None  # rendezvous host for SLURM/submitit; null: the job's first node
+    master_port: Optional[int] = None  # rendezvous port for SLURM/submitit; null: derived from the job id
+    flight_recorder: FlightRecorder = field(default_factory=FlightRecorder)  # see bootstrap.flightrec
+
+
+@dataclass
+class EnvConfig:
+    auto: bool = False  # true only in env=auto: pick the real preset from the hardware at job start
+    requires: Requires = field(default_factory=Requires)  # what the machine must provide
+    on_mismatch: OnMismatch = OnMismatch.error  # what a failed requirement does
+    threads: Threads = field(default_factory=Threads)  # CPU thread pools
+    vars: Dict[str, Any] = field(default_factory=dict)  # environment variables; null drops a preset's entry
+    lint: LintPolicy = LintPolicy.warn  # is each variable read by anything here? (bootstrap.variables.lint)
+    torch: TorchSettings = field(default_factory=TorchSettings)  # numerics knobs applied through torch's API
+    device: Device = Device.cpu  # where the task should put its model
+    distributed: Distributed = field(default_factory=Distributed)
+    # Seeds random, numpy (if installed) and torch; exported as PYTHONHASHSEED. null: the app seeds itself.
+    seed: Optional[int] = 0
+    seed_offset: SeedOffset = SeedOffset.rank  # how each rank's data seed differs (see bootstrap.seeding)
+
+
+def validate(preset: EnvConfig) -> EnvConfig:
+    """Check what the type system could not; raise ConfigError naming ``env.field``."""
+    # Here, not at module level: every Hydra app in the environment imports this module (the plugin scan).
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    for name in ("intra_op", "inter_op"):
+        value = getattr(preset.threads, name)
+        if value != AUTO and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            raise ConfigError(
+                f"{PRESET}.threads.{name}={value!r} is not a thread count. "
+                f"Use a positive integer ({PRESET}.threads.{name}=2) or {PRESET}.threads.{name}=auto."
+            )
+    if preset.seed is not None and not 0 <= preset.seed < 2**32:
+        raise ConfigError(
+            f"{PRESET}.seed={preset.seed} is out of range. Use an integer in [0, 2**32), e.g. {PRESET}.seed=0."
+        )
+    dist = preset.distributed
+    if not 0 < dist.timeout_s <= MAX_TIMEOUT_S:
+        raise ConfigError(f"{PRESET}.distributed.timeout_s={dist.timeout_s} must be positive and at most "
+                          f"{MAX_TIMEOUT_S} (a year), e.g. {PRESET}.distributed.timeout_s=600.")
+    bad_dims = {name: size for name, size in dist.mesh.items()
+                if isinstance(size, bool) or not isinstance(size, int) or (size != -1 and size < 1)}
+    if bad_dims:
+        raise ConfigError(f"{PRESET}.distributed.mesh: sizes must be positive or -1 (inferred), got {bad_dims}. "
+                          f"E.g. {PRESET}.distributed.mesh={{dp: -1}}.")
+    recorder = dist.flight_recorder
+    if recorder.enabled and not 0 < recorder.buffer_size <= MAX_FR_BUFFER:
+        raise ConfigError(f"{PRESET}.distributed.flight_recorder.buffer_size={recorder.buffer_size} must be a count of "
+                          f"collectives in [1, {MAX_FR_BUFFER}], e.g. 2000; or set "
+                          f"{PRESET}.distributed.flight_recorder.enabled=false.")
+    if dist.master_port is not None and not 0 < dist.master_port < 65536:
+        raise ConfigError(f"{PRESET}.distributed.master_port={dist.master_port} is not a TCP port (1-65535).")
+    req = preset.requires
+    for name in ("python", "torch", "cuda", "nccl"):
+        spec = getattr(req, name)
+        if spec is None:
+            continue
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier:
+            raise ConfigError(
+                f"{PRESET}.requires.{name}={spec!r} is not a version specifier. "
+                f"Use packaging's syntax, e.g. {PRESET}.requires.{name}='>=2.1', or null for no requirement."
+            ) from None
+    if req.compute_capability is not None:
+        try:
+            Version(req.compute_capability)
+        except InvalidVersion:
+            raise ConfigError(
+                f"{PRESET}.requires.compute_capability={req.compute_capability!r} is not a version. "
+                f"Give the minimum as major.minor, e.g. {PRESET}.requires.compute_capability='8.0'."
+            ) from None
+    if req.gpus is not None and req.gpus < 0:
+        raise ConfigError(f"{PRESET}.requires.gpus={req.gpus} is negative. Use a minimum count such as 1, or null.")
+    return preset
+
+
+def load(env_cfg: Any) -> EnvConfig:
+    """Turn a DictConfig, a dict or an EnvConfig into a validated EnvConfig; ConfigError names ``env.<field>``."""
+    if isinstance(env_cfg, EnvConfig):
+        return validate(env_cfg)
+    from omegaconf import DictConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    path = env_cfg._get_full_key(None) if isinstance(env_cfg, DictConfig) else ""
+    try:
+        if not (isinstance(env_cfg, DictConfig) and OmegaConf.get_type(env_cfg) is EnvConfig):
+            # Hydra already typed a preset that lists the schema; anything else is typed here.
+            env_cfg = OmegaConf.merge(OmegaConf.structured(EnvConfig), env_cfg)
+        preset = OmegaConf.to_object(env_cfg)
+    except OmegaConfBaseException as e:
+        full_key = getattr(e, "full_key", None) or ""
+        # A node cut from a whole job config (Hydra typed it in place) names its path there: drop it.
+        rest = full_key[len(path):].lstrip(".") if path and full_key.startswith(path) else full_key
+        where = f"{PRESET}.{rest}" if rest else PRESET
+        raise ConfigError(f"{where}: {str(e).splitlines()[0]}") from None
+    return validate(preset)
+
+
+def register() -> None:
+    """Store the schema where presets find it (``defaults: [/bootstrap/schema/env@_here_]``),
+    and the shipped presets a second time as the group ``bootstrap_env``, for apps that
+    already have a config group named ``env``. The YAML files stay the single source.
+
+    This runs in every Hydra app of an environment that has the package (through its
+    plugin), so it is kept cheap: libyaml's parser where available, not OmegaConf's.
+    """
+    import yaml
+    from hydra.core.config_store import ConfigStore
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    store = ConfigStore.instance()
+    store.store(group="bootstrap/schema", name="env", node=EnvConfig)
+    for path in sorted(presets.PRESET_DIR.glob("*.yaml")):
+        store.store(group=presets.ALIAS_GROUP, name=path.stem, node=yaml.load(path.read_text(), Loader=loader),
+                    provider="hydra-train-bootstrap")

@@ -1,0 +1,408 @@
+"""``initialize(env_cfg) -> Session``: the plain-Python API that every entry point goes through.
+
+Data flows one way: config -> validated preset (``schema.load``) -> :class:`~bootstrap.plan.Plan`
+(pure) -> ``apply()`` (touches the process, remembers what it changed) -> report. ``close()``
+undoes exactly that. If anything fails half-way, the process is put back as it was
+before the error propagates.
+
+Sessions nest like context managers: an inner session restores to the state its outer
+one left, and :func:`current` is the innermost. ``os.environ`` belongs to the whole
+process, so one thread applies sessions at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import signal
+import time
+from functools import wraps
+from pathlib import Path
+from typing import Any, Collection, List, Mapping, Optional, Sequence
+
+from bootstrap.core import active, presets, report, runtime, schema, verdict, versions
+from bootstrap.core.changes import ProcessChanges, sigterm_held
+from bootstrap.core.plan import Plan, make_plan
+from bootstrap.core.report import Applied, JobInfo, JobStatus
+from bootstrap.distributed import launcher, seeding
+from bootstrap.distributed.group import GroupState
+from bootstrap.doors import outbound, overrides
+from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError
+from bootstrap.doors.records import Report
+from bootstrap.variables import environ, readers
+
+log = logging.getLogger(__name__)
+
+
+def _naming_preset(method):
+    """The boundary where an error's message names the preset as the job does (``self.key``): once."""
+    @wraps(method)
+    def named(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except BootstrapError as error:
+            error.under(self.key)
+            raise
+
+    return named
+
+
+class Session:
+    """One job's bootstrap. Use as a context manager, or call ``apply()`` and ``close()``.
+
+    While applied, the task reads it through :func:`current`: ``device``, ``rank``,
+    ``local_rank``, ``world_size``, ``mesh`` and ``data_seed``. ``report`` is the job's record,
+    a typed :class:`bootstrap.records.Report` (``session.report.threads.intra_op``);
+    ``session.report.to_json()`` is what ``bootstrap.json`` holds, before the way out masks it.
+    """
+
+    @_naming_preset
+    def __init__(self, env_cfg: Any, *, name: Optional[str] = None, key: str = "env",
+                 env_set: Optional[Mapping[str, Any]] = None, explicit_vars: Collection[str] = (),
+                 job_overrides: Sequence[str] = (), output_dir: Optional[os.PathLike] = None,
+                 job_num: Optional[int] = None):
+        """``env_cfg``: the preset (DictConfig, dict or EnvConfig), validated now. ``key``: its
+        place in the job config, for messages. ``env_set``: Hydra's ``hydra.job.env_set``.
+        ``explicit_vars``: the variables named on the command line (``env.vars.NAME=...``),
+        which win over the shell. ``job_overrides``: the job's overrides as typed, recorded
+        masked. ``output_dir``: where ``bootstrap.json`` goes (None: nowhere)."""
+        self.key = key
+        self.preset = schema.load(env_cfg)
+        self.name = name or "custom"
+        self.env_set = dict(env_set or {})
+        self.explicit_vars = frozenset(explicit_vars)
+        self.job_overrides = [str(o) for o in job_overrides]
+        _remember_secrets(self.preset, self.job_overrides)  # masked in everything written, the task's error too
+        self.output_dir = Path(output_dir) if output_dir is not None else None
+        self.job_num = job_num
+        self.report: Optional[Report] = None  # the job's record (bootstrap.json) once apply() has made it
+        self.plan: Optional[Plan] = None
+        self.launch: Optional[launcher.Launch] = None
+        self.resolved = None  # env=auto: the auto.Choice it made
+        self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
+        self.data_seed = self.preset.seed
+        self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
+        self._recorder = None  # flightrec.JobRecorder, under a process group
+        self._changes: Optional[ProcessChanges] = None  # while applied
+        self._masking_logs = False  # holds outbound.MaskedLogs while applied
+
+    rank = property(lambda self: self.launch.rank if self.launch else 0)
+    local_rank = property(lambda self: self.launch.local_rank if self.launch else 0)
+    world_size = property(lambda self: self.launch.world_size if self.launch else 1)
+
+    @property
+    def mesh(self):
+        """The DeviceMesh, or None when none was built."""
+        return self._group.mesh if self._group is not None else None
+
+    @property
+    def _group(self):
+        return self._changes.group if self._changes is not None else None
+
+    def __enter__(self) -> "Session":
+        return self.apply()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close(JobStatus.COMPLETED if exc is None else JobStatus.FAILED, error=exc)
+
+    def named(self, text: Optional[str]) -> Optional[str]:
+        """``text`` (a warning, a refusal) naming the preset as this job does."""
+        return text.replace(PRESET, self.key) if text is not None else None
+
+    @property
+    def cpu_override(self) -> str:  # a mismatch's fix, as this job can say it
+        chosen_as = overrides.preset_prefix(self.job_overrides, self.key)
+        return presets.choose_override(self.key, presets.CPU_PRESET, chosen_as)
+
+    # -- deciding ----------------------------------------------------------------------------
+    def detect_launch(self) -> launcher.Launch:
+        """How this process was started (torchrun, Lightning, submitit, srun or single). Reads the environment."""
+        dist_cfg = self.preset.distributed
+        try:
+            self.launch = launcher.detect(os.environ, launcher.submitit_job(os.environ), dist_cfg.master_addr,
+                                          dist_cfg.master_port)
+        except ConfigError as error:
+            raise ConfigError(f"{self.key}.distributed: {error}") from None
+        return self.launch
+
+    def _make_plan(self, environ_now: Mapping[str, str], warnings: List[str]) -> Plan:
+        if self.preset.auto:  # env=auto: replace the placeholder by the preset this machine calls for
+            from bootstrap.core import auto
+
+            # On a GPU this reads the compute capability, which creates the CUDA context before
+            # the chosen preset's variables are set: CUDA_* ones then reach children only.
+            self.preset, self.resolved = auto.resolve(self.key, self.job_overrides, versions.detect())
+            _warn(warnings, self.resolved.warning)
+        launch = self.launch or self.detect_launch()
+        own_cpus = launch.row.own_cpus()
+        self.plan = make_plan(self.preset, environ_now=environ_now, env_set=self.env_set,
+                              explicit_vars=self.explicit_vars, state=readers.current_state(),
+                              cpus=own_cpus or versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
+                              launcher_cpus=versions.launcher_cpus(), cpus_are_own=own_cpus is not None,
+                              launch=launch, output_dir=str(self.output_dir) if self.output_dir else None)
+        self.data_seed = self.plan.data_seed
+        return self.plan
+
+    def _device(self, plan: Plan, found: versions.Found) -> Optional[str]:
+        """Resolve ``self.device``; returns the warning when CUDA was asked for and is absent."""
+        self.device = plan.device(cuda_visible=found.gpus > 0)
+        if plan.device_type == "cuda" and self.device == "cpu":  # only with on_mismatch=warn
+            return f"{self.key}.device=cuda but no CUDA device is visible; the task runs on cpu"
+        return None
+
+    def _job(self) -> JobInfo:
+        return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved)
+
+    def _lint(self, found: Optional[versions.Found] = None) -> list:
+        from bootstrap.variables import lint
+
+        return lint.for_preset(self.preset, found, platform.machine(), versions.openmp_runtimes)
+
+    @_naming_preset
+    def preview(self) -> Report:
+        """The report ``apply()`` would write, worked out without changing the process (``bootstrap doctor``).
+
+        Hydra's ``env_set`` counts as already in the environment, as it is when a job starts."""
+        started, warnings = time.perf_counter(), []
+        plan = self._make_plan({**os.environ, **{k: str(v) for k, v in self.env_set.items()}}, warnings)
+        found = versions.detect()
+        checks = versions.check(self.preset.requires, found, plan.device_type)
+        no_gpu = self._device(plan, found)
+        warnings += [no_gpu] if no_gpu else []
+        return report.build(self._job(), plan, self.device, found, checks, None, warnings,
+                            time.perf_counter() - started, JobStatus.PREVIEW, self._lint(found))
+
+    # -- applying ----------------------------------------------------------------------------
+    @_naming_preset
+    def apply(self) -> "Session":
+        """Apply the preset to this process; on any failure, put it back and raise."""
+        holds = not self._masking_logs  # applied already: push refuses, and the hold it has stays its own
+        if holds:
+            outbound.MaskedLogs.hold()  # every log record while the job runs, whichever logger made it
+            self._masking_logs = True
+        try:
+            active.push(self, self._apply)
+        except BaseException:
+            if holds:
+                self._release_logs()
+            raise
+        return self
+
+    def _release_logs(self) -> None:
+        if self._masking_logs:
+            self._masking_logs = False
+            outbound.MaskedLogs.release()
+
+    def _apply(self) -> None:
+        started, warnings = time.perf_counter(), []
+        started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
+        plan = self._make_plan(os.environ, warnings)
+        refused = verdict.before_apply(self.preset, plan, os.environ)  # the doctor's verdict too
+        if refused:  # the lint's stops and values torch would refuse: nothing is applied yet
+            self._record(plan, versions.detect(), [], None, warnings, started, JobStatus.CHECK_FAILED,
+                         refused[0].message, lint=refused[0].lint, started_ns=started_ns)
+            raise refused[0].exception()
+        self._changes = ProcessChanges(self.env_set, self._close_interrupted)
+        found, checks = None, []
+        try:
+            self._changes.guard.install()  # first: a signal during start-up (a rendezvous) ends the job restored
+            environ.apply_vars(plan.vars)
+            runtime.apply_late_values()
+            # Detect after the variables are set: on a GPU, reading the compute capability
+            # creates the CUDA context, which reads CUDA_* variables.
+            found = versions.detect()
+            checks = versions.check(self.preset.requires, found, plan.device_type)
+            refused = verdict.after_checks(self.preset, self.name, checks, cpu_override=self.cpu_override)
+            if refused:
+                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, refused.message,
+                             started_ns=started_ns)
+                raise refused.exception()
+            _warn(warnings, self.named(verdict.mismatch_warning(self.name, checks)))
+            _warn(warnings, self._device(plan, found))
+            device = self.device
+            intra, inter, inter_note = runtime.apply_settings(plan.torch, plan.threads.intra_op, plan.threads.inter_op)
+            _warn(warnings, inter_note, once=True)  # the same in every job of a one-process sweep
+            backend, group_state = None, GroupState.NONE
+            if plan.distributed:
+                from bootstrap.distributed import group
+
+                group.export_rendezvous(plan.launch)
+                self._changes.group = group.start(plan.launch, plan.backend_for(device),
+                                                        self.preset.distributed.timeout_s, device, plan.mesh,
+                                                        plan.create_group)
+                group_state, backend = self._group.state, self._group.backend
+            if plan.dump_dir:
+                from bootstrap.distributed import flightrec
+
+                self._recorder = flightrec.JobRecorder(Path(plan.dump_dir), self.rank, self.world_size, started_ns)
+                self._changes.watcher = flightrec.Watcher(self._recorder, self._end_stuck)
+                self._changes.watcher.start()
+            seeded = seeding.seed_everything(plan.global_seed) if plan.global_seed is not None else []
+            self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
+            for line in environ.late_warnings(plan.vars):
+                _warn(warnings, line)
+            findings = self._lint(found)
+            for finding in findings:
+                log.warning("lint: %s", finding)
+            applied = Applied(intra, inter, tuple(seeded), group_state, backend, self.mesh is not None)
+            self._record(plan, found, checks, applied, warnings, started, lint=findings,  # unwritable: fails the job
+                         started_ns=started_ns)
+            log.info("bootstrap\n%s", report.format_table(self.report))
+        except BaseException as error:
+            self._undo()
+            if isinstance(error, (KeyboardInterrupt, SystemExit)) and self.report is None:
+                try:  # a signal before the job started (a rendezvous waiting for a peer): say so
+                    self._record(plan, found or versions.detect(), checks, None, warnings, started,
+                                 JobStatus.INTERRUPTED, f"stopped during start-up ({type(error).__name__})",
+                                 started_ns=started_ns)
+                except Exception as write_error:  # noqa: BLE001 - the interrupt matters; the record is a courtesy
+                    log.warning("could not record the interrupted start: %s", write_error)
+            raise
+
+    def _record(self, plan: Plan, found: versions.Found, checks, applied: Optional[Applied], warnings: List[str],
+                started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None,
+                lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> None:
+        self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
+                                   time.perf_counter() - started, status, lint, started_ns)
+        self._write(self.report, error=self.named(error))
+
+    # -- closing -----------------------------------------------------------------------------
+    def _close_interrupted(self) -> None:
+        self.close(JobStatus.INTERRUPTED, error="the process was stopped by a signal or exit before the job ended")
+
+    def close(self, status: JobStatus = JobStatus.COMPLETED, metrics: Any = None, error: Any = None) -> None:
+        """Restore the process and record how the job ended. Safe to call twice.
+
+        Sessions applied after this one and still open are closed first (status ``failed``)."""
+        if self._changes is None:
+            return
+        with sigterm_held():  # a SIGTERM now waits until the process is restored (torchrun's, after a peer failed)
+            for session in reversed(active.inside(self)):
+                session.close(JobStatus.FAILED, error="closed because an outer session was closed first")
+            status = JobStatus(status)
+            try:  # a record must never keep the process from being restored
+                error = self._record_end(status, error)
+            except Exception as record_error:  # noqa: BLE001 - the store may be gone with a peer: still restore
+                log.warning("could not record the task's effects or the failing rank: %s", record_error)
+            finally:  # also when Ctrl-C comes while the dumps are gathered
+                teardown = self._undo()
+                if self.report is not None:  # whatever the task returned, the record ends (report.finish)
+                    if teardown is not None:
+                        self.report.distributed.teardown = teardown.value
+                    self._write(self.report, status, metrics, error)
+
+    def _record_end(self, status: JobStatus, error: Any) -> Any:
+        """What the task changed, and on a failure the dumps and which rank failed first. Returns the
+        error as the report will say it (the failing rank's, when a peer failed first)."""
+        self._record_task_effects()
+        first = None
+        if status is JobStatus.FAILED and error is not None and self._group is not None \
+                and self._group.state is GroupState.CREATED and self.world_size > 1:
+            from bootstrap.distributed import group
+
+            first = group.claim_first_failure(self.rank, _text(error))  # at once: peers read it
+        finding = self._forensics(status, error)
+        if first is not None:
+            error = group.attribute_failure(self.rank, _text(error), first, finding)
+        return error
+
+    def _forensics(self, status: JobStatus, error: Any) -> Optional[str]:
+        """A job that did not complete under a process group: every rank's flight-recorder dump, and
+        what they show (the report's ``group.hang``). Returns the finding, for torchrun's summary."""
+        if status is JobStatus.COMPLETED or self._recorder is None or self.report is None:
+            return None
+        reason = f"job {status.value}" + (f": {type(error).__name__}" if isinstance(error, BaseException) else "")
+        self.report.distributed.hang = hang = self._recorder.collect(reason)
+        return hang["finding"] if hang else None
+
+    def _end_stuck(self, signum: int) -> None:
+        """In the watcher thread: SIGTERM came while the main thread is blocked in a collective, and its
+        handler never ran. Record the job as interrupted, with what the dumps show, and exit."""
+        try:
+            finding = self._forensics(JobStatus.INTERRUPTED, None)
+            message = f"rank {self.rank} stopped by {signal.Signals(signum).name} while blocked in a collective" + \
+                (f": {finding}" if finding else "")
+            from bootstrap.distributed import group
+
+            group.write_elastic_error_file(message, int(time.time()))
+            self._write(self.report, JobStatus.INTERRUPTED, error=message)
+        finally:
+            os._exit(128 + signum)
+
+    def _record_task_effects(self) -> None:
+        if self.report is None:
+            return
+        from bootstrap.distributed import group
+
+        readers.current_state()  # remembers a live group: some variables are read at the first one only
+        made_here = self._group is not None and self._group.state is GroupState.CREATED
+        seed_now = seeding.torch_seed()
+        report.record_end(self.report, group_at_end=group.group_in_use(made_here),
+                          intra_op_now=runtime.intra_op_now(),
+                          task_seed=seed_now if self._torch_seed is not None and seed_now != self._torch_seed else None)
+
+    def _undo(self):
+        """Put the process back (see ProcessChanges.undo); returns what became of the group."""
+        active.remove(self)
+        self._recorder = None
+        changes, self._changes = self._changes, None
+        try:
+            return changes.undo() if changes is not None else None
+        finally:
+            self._release_logs()
+
+    def _write(self, record: Report, status: Optional[JobStatus] = None, metrics: Any = None,
+               error: Any = None) -> None:
+        if status is not None or error is not None:
+            report.finish(record, status or JobStatus(record.job.status), metrics, error)
+        if self.output_dir is not None:  # rank N of a world writes bootstrap.rank<N>.json; cleaned on the way out
+            outbound.write_json(self.output_dir / report.report_name(self.rank, self.world_size), record.to_json())
+
+
+_warned: set = set()
+
+
+def _text(error: Any) -> str:
+    """The error as one line, cleaned: it travels to the other ranks through the store."""
+    return outbound.clean(report.error_text(error), one_line=True)  # error_text: even when its __str__ raises
+
+
+def _remember_secrets(preset: schema.EnvConfig, job_overrides: Sequence[str]) -> None:
+    from bootstrap.doors.masking import is_secret
+
+    outbound.remember_overrides(job_overrides)
+    for name, value in (preset.vars or {}).items():
+        if is_secret(name):
+            outbound.remember(value)
+
+
+def _warn(warnings: List[str], message: Optional[str], once: bool = False) -> None:
+    """Into the report and the log (``once``: logged once per process, not once per job of a sweep)."""
+    if message:
+        warnings.append(message)
+        if not (once and message in _warned):
+            _warned.add(message)
+            log.warning("%s", message)
+
+
+def current() -> Session:
+    """The session of the running job: ``bootstrap.current().device`` is where the model goes."""
+    session = active.innermost()
+    if session is None:
+        raise RuntimeError("No bootstrap session is active. Enable the callback (hydra/callbacks=bootstrap) "
+                           "or wrap the code in `with bootstrap.initialize(cfg.env):`.")
+    return session
+
+
+def initialize(env_cfg: Any, *, name: Optional[str] = None, key: str = "env",
+               env_set: Optional[Mapping[str, Any]] = None, explicit_vars: Collection[str] = (),
+               job_overrides: Sequence[str] = (), output_dir: Optional[os.PathLike] = None,
+               job_num: Optional[int] = None) -> Session:
+    """Validate ``env_cfg`` now; apply it on ``with``, restore on exit (see :class:`Session`).
+
+    >>> with bootstrap.initialize(cfg.env, output_dir="out") as session:
+    ...     train()
+    """
+    return Session(env_cfg, name=name, key=key, env_set=env_set, explicit_vars=explicit_vars,
+                   job_overrides=job_overrides, output_dir=output_dir, job_num=job_num)

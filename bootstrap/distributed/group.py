@@ -1,0 +1,337 @@
+"""The parts of multi-process start-up that touch the process: the process group, the device mesh,
+teardown, and telling the ranks apart when one fails. Detection itself is pure (``launcher``); shape
+rules too (``mesh``).
+
+torch is imported inside the functions that use it: the report and the sweep summary import
+:class:`GroupState` and :class:`Teardown` from here and must not load torch for them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, Generic, List, Mapping, MutableMapping, Optional, Tuple, TypeVar
+
+from bootstrap.distributed.launcher import Launch
+from bootstrap.doors.errors import BootstrapError
+from bootstrap.doors.textenum import TextEnum
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class GroupState(TextEnum):
+    """``distributed.process_group``: the default process group when the job started."""
+
+    CREATED = "created"  # the bootstrap made it (and destroys it at job end)
+    EXISTING = "existing"  # someone else's (the app's, Ray's): used, left alone
+    NONE = "none"
+
+
+class Teardown(TextEnum):
+    """``distributed.teardown``: what the bootstrap did with the group at job end."""
+
+    DESTROYED = "destroyed"
+    LEFT = "left"  # not the bootstrap's to destroy
+
+
+def export_rendezvous(launch: Launch, environ: MutableMapping[str, str] = os.environ) -> None:
+    """Give torch's env:// rendezvous (and user code) the torchrun-style variables.
+
+    torchrun sets them itself; for submitit and srun the bootstrap does, and restores
+    them with the rest of the environment at job end.
+    """
+    if not launch.row.exports_rendezvous:
+        return
+    environ.update({
+        "RANK": str(launch.rank), "LOCAL_RANK": str(launch.local_rank), "WORLD_SIZE": str(launch.world_size),
+        "LOCAL_WORLD_SIZE": str(launch.local_world_size),
+        "MASTER_ADDR": launch.master_addr or "127.0.0.1", "MASTER_PORT": str(launch.master_port),
+    })
+
+
+@dataclass
+class ProcessGroup:
+    """What the bootstrap did about torch.distributed, and so what it must undo."""
+
+    state: GroupState
+    mesh: object = None  # torch.distributed.device_mesh.DeviceMesh
+    backend: Optional[str] = None  # the group's own backend (an existing group's may not be ours)
+
+    def teardown(self) -> Teardown:
+        # Only a group this session created: the user's own is theirs to destroy.
+        self.mesh = None
+        if self.state is GroupState.CREATED:
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.destroy_process_group()
+            return Teardown.DESTROYED
+        return Teardown.LEFT
+
+
+def group_in_use(made_here: bool) -> Optional[dict]:
+    """The default process group as it stands now, or None: who made it, backend, size and rank.
+
+    At job end this records a group that a framework (Lightning, Ray) or the task made itself.
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return None
+    return {"owner": "bootstrap" if made_here else "framework", "backend": str(dist.get_backend()),
+            "world_size": dist.get_world_size(), "rank": dist.get_rank()}
+
+
+# How often the waiting thread wakes up. A signal wakes it sooner (a lock wait is
+# interrupted on POSIX); the poll is for platforms where it is not.
+POLL_S = 0.1
+
+
+class _Worker(threading.Thread, Generic[T]):
+    """Runs one blocking start-up step (a rendezvous) off the main thread.
+
+    torch waits for peers in C++ with the GIL released, and Python runs signal handlers
+    only in the main thread, between bytecodes: a rendezvous run in the main thread keeps
+    Ctrl-C and SIGTERM waiting until it returns, up to ``timeout_s``. Here the main thread
+    only waits for this thread, and that wait is interruptible.
+
+    If the waiting thread gives up (``cancel``), whatever the step still makes is
+    discarded by this thread when it is made, so nothing outlives the interrupted start.
+    A daemon: a process that is exiting does not wait for a peer that never comes.
+    """
+
+    def __init__(self, work: Callable[[], T], discard: Callable[[T], None], name: str):
+        super().__init__(name=name, daemon=True)
+        self._work: Optional[Callable[[], T]] = work
+        self._discard = discard
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self.result: Optional[T] = None
+        self.error: Optional[BaseException] = None
+        # Waited on instead of join(): in Python 3.11 a join() that a signal interrupts
+        # marks the thread stopped while it still runs (the bpo-45274 fix releases its lock).
+        self.finished = threading.Event()
+
+    def run(self) -> None:
+        work, self._work = self._work, None
+        try:
+            result = work()
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread, which raises it
+            self.error = error  # (or drops it, when it has given up: no "Exception in thread" noise)
+            self.finished.set()
+            return
+        with self._lock:
+            if not self._cancelled:
+                self.result = result
+                self.finished.set()
+                return
+        try:
+            self._discard(result)  # made after the waiting thread gave up: nobody will use it
+        except BaseException:  # noqa: BLE001 - nothing is left to tell
+            pass
+        finally:
+            self.finished.set()
+
+    def cancel(self) -> Optional[T]:
+        """Give up waiting. Returns what the step made already (the caller discards it), else None."""
+        with self._lock:
+            self._cancelled = True
+            result, self.result = self.result, None
+        return result
+
+
+# Rendezvous whose waiting thread was interrupted but that still wait for their peers (until
+# timeout_s). One holds MASTER_PORT (rank 0 hosts the store there): a new one must not start.
+_abandoned: List[_Worker] = []
+
+
+def run_interruptibly(work: Callable[[], T], discard: Callable[[T], None], name: str) -> T:
+    """``work()``, run in a daemon thread while the calling thread waits in short, interruptible polls.
+
+    A signal handler (KeyboardInterrupt, the session's SIGTERM -> SystemExit) raises in the
+    waiting thread within about ``POLL_S``; what ``work`` made by then, or makes later, is
+    passed to ``discard``. The worker's own exception is raised in the calling thread.
+    """
+    worker: _Worker[T] = _Worker(work, discard, name)
+    try:
+        worker.start()  # (a signal can interrupt start() too, after the thread runs)
+        while not worker.finished.wait(POLL_S):
+            pass
+    except BaseException:
+        made = worker.cancel()
+        if not worker.finished.is_set():
+            _abandoned.append(worker)
+        if made is not None:
+            discard(made)
+        raise
+    if worker.error is not None:
+        error, worker.error = worker.error, None
+        raise error
+    return worker.result  # type: ignore[return-value]
+
+
+def _check_no_abandoned_rendezvous() -> None:
+    _abandoned[:] = [w for w in _abandoned if not w.finished.is_set()]
+    if _abandoned:
+        raise BootstrapError(
+            "An interrupted rendezvous of this process is still waiting for its peers (it gives up after "
+            "env.distributed.timeout_s) and may hold MASTER_PORT. Start the job in a new process.")
+
+
+def _make_group(state: GroupState, launch: Launch, backend: str, timeout_s: int, device: str,
+                mesh_shape: Optional[Dict[str, int]]) -> ProcessGroup:
+    """The blocking part of :func:`start`; runs in the rendezvous thread."""
+    import torch
+    import torch.distributed as dist
+
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))  # the current CUDA device is per thread
+    group = ProcessGroup(state, backend=backend)
+    if state is GroupState.CREATED:
+        # A 1-rank group needs no rendezvous: an in-memory store, no port to pick.
+        kwargs = {"store": dist.HashStore()} if launch.world_size == 1 else {"init_method": "env://"}
+        if device.startswith("cuda"):
+            kwargs["device_id"] = torch.device(device)  # NCCL starts eagerly, not at the first collective
+        dist.init_process_group(backend=backend, rank=launch.rank, world_size=launch.world_size,
+                                timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
+    if mesh_shape:
+        from torch.distributed.device_mesh import init_device_mesh
+
+        try:
+            # Its sub-groups wait for their peers too. (torch >= 2.13 keeps no per-thread
+            # mesh state but the `with mesh:` stack, so a mesh built here serves the main thread.)
+            group.mesh = init_device_mesh(device.split(":")[0], tuple(mesh_shape.values()),
+                                          mesh_dim_names=tuple(mesh_shape))
+        except BaseException:
+            group.teardown()  # a group made here must not outlive a failed start
+            raise
+    return group
+
+
+def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape: Optional[Dict[str, int]],
+          create: bool) -> ProcessGroup:
+    """Create the process group (or adopt an existing one) and build the mesh.
+
+    The wait for the other ranks runs in a daemon thread (see :func:`run_interruptibly`):
+    Ctrl-C, or SIGTERM once the session has made it SystemExit, ends the wait at once
+    and propagates from here, with no group left behind, now or when the peers arrive.
+    """
+    import torch
+    import torch.distributed as dist
+
+    if device.startswith("cuda"):
+        # Before init_process_group: NCCL binds each rank's communicator to the current device.
+        torch.cuda.set_device(torch.device(device))
+    if dist.is_available() and dist.is_initialized():
+        state, backend = GroupState.EXISTING, str(dist.get_backend())
+    elif create:
+        state = GroupState.CREATED
+        _check_no_abandoned_rendezvous()
+    else:
+        return ProcessGroup(GroupState.NONE)
+    if state is GroupState.EXISTING and not mesh_shape:
+        return ProcessGroup(state, backend=backend)
+    return run_interruptibly(lambda: _make_group(state, launch, backend, timeout_s, device, mesh_shape),
+                             ProcessGroup.teardown, "bootstrap-rendezvous")
+
+
+def agree_on_run_dir(run_dir: str, environ: Mapping[str, str] = os.environ, timeout_s: int = 300) -> str:
+    """Under torchrun, return rank 0's run directory on every rank.
+
+    Every rank runs Hydra and resolves ``${now:...}`` from its own clock, so ranks
+    can land in different directories. torchrun's agent hosts a store that its
+    workers may use (TORCHELASTIC_USE_AGENT_STORE): rank 0 publishes its directory
+    there, keyed by the run id and restart count, and the others read it.
+    """
+    if environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or int(environ.get("WORLD_SIZE", "1")) <= 1:
+        return run_dir
+    addr, port, rank = environ["MASTER_ADDR"], int(environ["MASTER_PORT"]), environ.get("RANK")
+    key = (f"hydra_train_bootstrap/{environ.get('TORCHELASTIC_RUN_ID', '')}/"
+           f"{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/run_dir")
+
+    def exchange() -> str:
+        import torch.distributed as dist
+
+        store = dist.TCPStore(addr, port, is_master=False, timeout=datetime.timedelta(seconds=timeout_s))
+        if rank == "0":
+            store.set(key, run_dir)
+            return run_dir
+        return store.get(key).decode()  # waits until rank 0 has set it
+
+    # Off the main thread, like the rendezvous: Ctrl-C must not wait for rank 0.
+    return run_interruptibly(exchange, lambda _: None, "bootstrap-run-dir")
+
+
+FIRST_FAILURE_KEY = "hydra_train_bootstrap/first_failure"
+MAX_FAILURE_CHARS = 4000  # a failure is one line; a peer cannot make this rank carry megabytes
+
+
+def claim_first_failure(rank: int, error: str) -> Tuple[int, int, str]:
+    """Record this rank's failure in the group's store unless another rank's came first.
+
+    Returns the first failure as (rank, unix time, message). When one rank's task
+    raises and tears down its group, its peers fail next inside a collective; the
+    store tells them, and the user, which rank started it.
+    """
+    import torch.distributed as dist
+
+    from bootstrap.doors import outbound
+
+    now = int(time.time())
+    mine = f"{rank}|{now}|{outbound.clean(error, one_line=True)[:MAX_FAILURE_CHARS]}"
+    try:
+        store = dist.distributed_c10d._get_default_store()
+        first = store.compare_set(FIRST_FAILURE_KEY, "", mine).decode("utf-8", "replace")
+    except (RuntimeError, ValueError, AttributeError):  # no store, or it went away with a peer
+        first = mine
+    return _parse_failure(first) or (rank, now, mine.split("|", 2)[2])
+
+
+def _parse_failure(text: str) -> Optional[Tuple[int, int, str]]:
+    """A peer's record read from the store: ``rank|time|message``, or None when it is not one."""
+    from bootstrap.doors import outbound
+
+    parts = text.split("|", 2)
+    if len(parts) != 3 or not all(p.isascii() and p.isdigit() and len(p) < 19 for p in parts[:2]):
+        return None
+    return int(parts[0]), int(parts[1]), outbound.clean(parts[2][:MAX_FAILURE_CHARS], one_line=True)
+
+
+def attribute_failure(rank: int, error: str, first: Tuple[int, int, str], hang: Optional[str] = None) -> str:
+    """Name the rank whose failure came first (``first``, from :func:`claim_first_failure`), in the
+    message returned (and logged) and in torchrun's summary; with ``hang``, what the flight
+    recorder's dumps show."""
+    first_rank, first_time, first_message = first
+    if first_rank == rank:
+        message, timestamp = f"rank {rank} failed: {error}", first_time
+    else:
+        message = f"rank {rank} stopped because rank {first_rank} failed first ({first_message}); here: {error}"
+        timestamp = max(int(time.time()), first_time + 1)
+    if hang:
+        message += f" | flight recorder: {hang}"
+    log.error("%s", message)
+    write_elastic_error_file(message, timestamp)
+    return message
+
+
+def write_elastic_error_file(message: str, timestamp: int, environ: Mapping[str, str] = os.environ) -> None:
+    """Write torch elastic's error file (TORCHELASTIC_ERROR_FILE), in the format torchrun reads.
+
+    torchrun names as root cause the failure with the smallest timestamp. Timestamps
+    are whole seconds and ties go to the lowest rank, so a rank that failed only
+    because a peer did is written one second after that peer: the summary then names
+    the rank whose task raised.
+    """
+    path = environ.get("TORCHELASTIC_ERROR_FILE")
+    if not path:
+        return
+    from bootstrap.doors import outbound
+
+    record = {"message": {"message": message, "extraInfo": {"py_callstack": message, "timestamp": str(timestamp)}}}
+    outbound.write_json(Path(path), record)

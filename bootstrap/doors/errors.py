@@ -1,0 +1,56 @@
+"""The one exception type users see from the bootstrap."""
+
+PRESET = "\0preset\0"  # the preset's key in a message, named once by the Session (BootstrapError.under)
+
+
+class BootstrapError(Exception):
+    """A problem with the environment preset or the machine, worded for the user.
+
+    The message always names the offending key (``env.threads.intra_op``) and the
+    fix. The Hydra callback turns it into a clean exit with no traceback.
+    """
+
+    def __str__(self) -> str:
+        return super().__str__().replace(PRESET, "env")  # never named (raised outside a Session): the usual key
+
+    def under(self, key: str) -> "BootstrapError":
+        """This error, its message naming the preset as ``key``."""
+        self.args = tuple(arg.replace(PRESET, key) if isinstance(arg, str) else arg for arg in self.args)
+        return self
+
+
+class ConfigError(BootstrapError):
+    """A preset value that cannot be applied (bad name, bad type, out of range)."""
+
+
+class MismatchError(BootstrapError):
+    """The machine does not meet the preset's ``requires`` and ``on_mismatch`` is ``error``."""
+
+
+class LintError(BootstrapError):
+    """With ``lint: error``, the preset sets a variable that is read by nothing, or renamed."""
+
+
+class JobRefused(BaseException):
+    """Stops a job inside a Ray worker, where ``SystemExit`` would not do.
+
+    Hydra turns an ``Exception`` raised in a callback into a warning and runs the task, so the
+    stop must not be one. Ray counts a worker that exits (``SystemExit``) as crashed and retries
+    the job (three times by default): every retry another allocation. Any other exception the task
+    raises, this one included, is the application's error to Ray: reported once, never retried.
+
+    Ray re-raises it in the launching process, where it arrives (through :meth:`__reduce__`) as a
+    Hydra ``CompactHydraException``: Hydra then prints its message, not its own traceback.
+    """
+
+    def __reduce__(self):
+        return (_refused_in_launcher, (str(self),))
+
+
+def _refused_in_launcher(message: str) -> Exception:
+    from hydra.errors import CompactHydraException
+
+    class JobRefusedInWorker(CompactHydraException):
+        """A job that a launcher's worker refused (see :class:`JobRefused`)."""
+
+    return JobRefusedInWorker(message)

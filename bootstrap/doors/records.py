@@ -1,0 +1,235 @@
+"""The job's record, ``bootstrap.json``, as a typed value: :class:`Report`. Pure, apart from :func:`read_report`.
+
+Every section is a dataclass whose fields carry the JSON names (``from`` is ``Resolved.from_``),
+in the order they are written. :meth:`Report.to_json` gives the JSON the bootstrap has always
+written; :meth:`Report.from_json` reads it back strictly:
+
+- a field of the wrong type raises :class:`bootstrap.doors.inbound.Unreadable` naming it
+  (``job.metrics.loss: not a finite number``, ``checks[1].ok: not true or false``);
+- numbers must fit what the bootstrap writes (:mod:`bootstrap.doors.typed`): counts are whole numbers
+  from 0 to 2**53, metrics finite floats, any other whole number within 64 bits;
+- an absent field takes its default, so reports written before a field existed still read;
+  a key this version does not know is ignored, so reports of a later version read too.
+
+:func:`read_report` reads a file through :mod:`bootstrap.doors.inbound` (bounded size, strict JSON,
+no NaN, bounded nesting) and raises only ``Unreadable``. The report's fields are documented in
+docs/report.md.
+"""
+
+import os
+import re
+from dataclasses import field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional
+
+from bootstrap.doors import inbound
+from bootstrap.doors.inbound import Unreadable
+from bootstrap.doors.torch_settings import SETTINGS
+from bootstrap.doors.typed import Count
+from bootstrap.doors.typed import Section as _Section
+from bootstrap.doors.typed import section as _section
+from bootstrap.doors.typed import when_set as _when_set
+
+SCHEMA_VERSION = 2
+REPORT_NAME = "bootstrap.json"
+
+
+@_section
+class Resolved(_Section):
+    """``resolved``: what ``env=auto`` chose (shown as ``auto -> cpu_debug (no CUDA device)``)."""
+
+    from_: str = field(metadata={"json": "from"})
+    preset: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.from_} -> {self.preset} ({self.reason})"
+
+
+@_section
+class Found(_Section):
+    """``found``: the machine."""
+
+    python: Optional[str] = None
+    torch: Optional[str] = None
+    cuda: Optional[str] = None
+    nccl: Optional[str] = None
+    cudnn: Optional[str] = None
+    compute_capability: Optional[str] = None
+    gpus: Count = 0
+    gpu_names: List[str] = field(default_factory=list)
+    cpus: Optional[Count] = None
+    cpus_usable: Optional[Count] = None
+    cpu_affinity: Optional[str] = None
+
+
+@_section
+class Check(_Section):
+    """One entry of ``checks``: a requirement and what was found."""
+
+    name: str
+    required: str = ""
+    found: Optional[str] = None
+    ok: bool
+
+
+@_section
+class LintFinding(_Section):
+    """One entry of ``lint`` (docs/lint.md)."""
+
+    name: str
+    kind: str
+    message: str
+
+
+@_section
+class Var(_Section):
+    """One entry of ``vars``: a variable's value (masked if secret), where it came from, whether it took effect."""
+
+    value: str
+    source: str
+    effective: bool
+    note: str = ""
+    withheld: bool = _when_set(False)
+
+
+@_section
+class ThreadCounts(_Section):
+    intra_op: Optional[Count] = None
+    inter_op: Optional[Count] = None
+
+
+@_section
+class Threads(_Section):
+    """``threads``: in effect once applied (else planned), as requested, and whether applied."""
+
+    intra_op: Optional[Count] = None
+    inter_op: Optional[Count] = None
+    requested: ThreadCounts = field(default_factory=ThreadCounts)
+    applied: bool = False
+    intra_op_at_end: Optional[Count] = _when_set()  # the task changed the count (Lightning does)
+
+
+# ``torch``: a field per env.torch setting, as the plan applied it; null in a report from before the setting.
+Torch = _section(type("Torch", (_Section,), {
+    "__module__": __name__, "__doc__": "``torch``: each env.torch setting (bootstrap.doors.torch_settings).",
+    "__annotations__": {s.name: Optional[s.kind] for s in SETTINGS}, **dict.fromkeys(s.name for s in SETTINGS)}))
+
+
+@_section
+class GroupAtEnd(_Section):
+    """``distributed.group_at_end``: the process group in use when the job ended, whoever made it."""
+
+    owner: Optional[str] = None  # bootstrap | framework
+    backend: Optional[str] = None
+    world_size: Optional[Count] = None
+    rank: Optional[Count] = None
+
+
+@_section
+class Distributed(_Section):
+    """``distributed``: how the process was launched, the group, and after a failure under a group the dumps."""
+
+    launcher: str = "single"
+    rank: Count = 0
+    local_rank: Count = 0
+    world_size: Count = 1
+    local_world_size: Count = 1
+    node_rank: Count = 0
+    master_addr: Optional[str] = None
+    master_port: Optional[int] = None
+    job_id: Optional[str] = None
+    backend: Optional[str] = None
+    process_group: str = "none"  # created | existing | none, when the job started
+    teardown: Optional[str] = None  # destroyed | left, at job end
+    mesh: Optional[Dict[str, Count]] = None
+    group_at_end: Optional[GroupAtEnd] = None
+    hang: Optional[Dict[str, Any]] = None  # bootstrap.hang's findings, as it writes them
+
+
+@_section
+class Seed(_Section):
+    value: Optional[int] = None
+    global_seed: Optional[int] = None
+    generators: List[str] = field(default_factory=list)
+    data_seed: Optional[int] = None
+    task_seed: Optional[int] = None
+
+
+@_section
+class Timings(_Section):
+    bootstrap_s: Optional[float] = None  # the bootstrap's own time at job start
+    started_ns: Optional[int] = None  # time.time_ns() when the job's bootstrap started; null in a preview
+
+
+@_section
+class Job(_Section):
+    """``job``: how the job ended (``status``: a ``bootstrap.report.JobStatus`` value) and the task's metrics."""
+
+    num: Optional[Count] = None
+    status: Optional[str] = None
+    metrics: Optional[Dict[str, float]] = None
+    metrics_skipped: List[str] = _when_set(factory=list)
+    error: Optional[str] = _when_set()
+
+
+@_section
+class Report(_Section):
+    """``bootstrap.json`` (docs/report.md)."""
+
+    schema_version: int = SCHEMA_VERSION
+    preset: Optional[str] = None
+    resolved: Optional[Resolved] = None
+    overrides: List[str] = field(default_factory=list)
+    device: Optional[str] = None
+    found: Found = field(default_factory=Found)
+    checks: List[Check] = field(default_factory=list)
+    lint: List[LintFinding] = field(default_factory=list)
+    vars: Dict[str, Var] = field(default_factory=dict)
+    threads: Threads = field(default_factory=Threads)
+    torch: Torch = field(default_factory=Torch)
+    distributed: Distributed = field(default_factory=Distributed)
+    seed: Seed = field(default_factory=Seed)
+    warnings: List[str] = field(default_factory=list)
+    timings: Timings = field(default_factory=Timings)
+    job: Job = field(default_factory=Job)
+
+    @property
+    def checks_ok(self) -> bool:
+        return all(check.ok for check in self.checks)
+
+
+# -- files ------------------------------------------------------------------------------------
+_RANK_FILE = re.compile(r"bootstrap\.rank([0-9]{1,9})\.json")
+
+
+def report_name(rank: int, world_size: int) -> str:
+    """``bootstrap.json`` for a single process; ``bootstrap.rank<N>.json`` for each rank of a group."""
+    return REPORT_NAME if world_size == 1 else f"bootstrap.rank{rank}.json"
+
+
+def report_names(names: Iterable[str]) -> List[str]:
+    """Of a directory's entry names, the reports': ``bootstrap.json``, then ``bootstrap.rank<N>.json`` in
+    rank order. Only names the bootstrap writes count: ``bootstrap.rankX.json`` is a stray file."""
+    names = list(names)
+    ranks = sorted((int(m.group(1)), name) for name in names
+                   if name.startswith("bootstrap.rank") and (m := _RANK_FILE.fullmatch(name)))
+    return ([REPORT_NAME] if REPORT_NAME in names else []) + [name for _, name in ranks]
+
+
+def report_paths(job_dir: os.PathLike) -> List[Path]:
+    """The reports in ``job_dir`` (see :func:`report_names`); none when it cannot be listed."""
+    try:
+        names = os.listdir(job_dir)
+    except OSError:
+        return []
+    return [Path(job_dir) / name for name in report_names(names)]
+
+
+def read_report(path: os.PathLike) -> Report:
+    """The report in ``path``; raises only :class:`~bootstrap.inbound.Unreadable` (``bootstrap.json: job.num: ...``)."""
+    data = inbound.read_json(path)
+    try:
+        return Report.from_json(data)
+    except Unreadable as error:
+        raise Unreadable(f"{os.path.basename(path)}: {error}") from None

@@ -1,0 +1,1 @@
+"""Sweeps: the summary of a multirun, the sweepers' directions, and tune."""

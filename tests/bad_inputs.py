@@ -1,0 +1,50 @@
+"""Inputs the bootstrap must refuse, each with what its message must say: fed in-process
+(tests/unit/test_train_stub.py) and through the real train_stub.py (tests/e2e/test_train_stub.py)."""
+
+from pathlib import Path
+
+BAD_PRESET_FILES = {
+    "bad_name_equals": ('vars:\n  "BAD=NAME": 1\n', "env.vars.BAD=NAME"),
+    "bad_name_space": ('vars:\n  "BAD NAME": 1\n', "env.vars.BAD NAME"),
+    "nul_byte": ('vars:\n  HAS_NUL: "a\\0b"\n', "env.vars.HAS_NUL contains a NUL byte"),
+}
+TORCHRUN_RANK2_OF_2 = {"TORCHELASTIC_RUN_ID": "demo", "RANK": "2", "WORLD_SIZE": "2", "LOCAL_RANK": "0",
+                       "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+MULTI_NODE_NO_MASTER = {"RANK": "0", "WORLD_SIZE": "4", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2",
+                        "MASTER_PORT": "29500"}
+MPI_RANK2_OF_2 = {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+                  "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
+MPI_TWO_NODES_NO_MASTER = {"PMI_RANK": "0", "PMI_SIZE": "4", "MPI_LOCALRANKID": "0", "MPI_LOCALNRANKS": "2"}
+KUBEFLOW_POD_OF_TWO = {"RANK": "1", "WORLD_SIZE": "4", "MASTER_ADDR": "job-master-0", "MASTER_PORT": "23456",
+                       "PET_NNODES": "2", "PET_NPROC_PER_NODE": "2", "PET_NODE_RANK": "1"}
+NO_ENV = {}
+BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
+    (["env=nope"], NO_ENV, "env/nope"),
+    (["env.threds.intra_op=2"], NO_ENV, "env.threds"),
+    (["env.threads.intra_op=abc"], NO_ENV, "env.threads.intra_op"),
+    (["env.threads.intra_op=0"], NO_ENV, "env.threads.intra_op"),
+    (["env.threads.inter_op=-1"], NO_ENV, "env.threads.inter_op"),
+    (["env.seed=-1"], NO_ENV, "env.seed"),
+    (["env.seed=abc"], NO_ENV, "env.seed"),
+    (["env.on_mismatch=maybe"], NO_ENV, "env.on_mismatch"),
+    (["env.requires.torch='>>2'"], NO_ENV, "env.requires.torch"),
+    (["+env.vars.LISTED=[1,2]"], NO_ENV, "env.vars.LISTED"),
+    (["+env.vars.NESTED={a:1}"], NO_ENV, "env.vars.NESTED"),
+    (["env.distributed.mesh={dp:2}", "env.distributed.init=always"], NO_ENV,
+     "env.distributed.mesh: dp(2) = 2 != WORLD_SIZE(1)"),
+    (["env.distributed.timeout_s=0"], NO_ENV, "env.distributed.timeout_s"),
+    ([], TORCHRUN_RANK2_OF_2, "env.distributed: torchrun: rank 2 is outside world size 2"),
+    ([], MULTI_NODE_NO_MASTER, "needs MASTER_ADDR"),
+    ([], MPI_RANK2_OF_2, "env.distributed: mpi: rank 2 is outside world size 2"),
+    ([], MPI_TWO_NODES_NO_MASTER, "MPI gives no master address; pass it with mpirun -x MASTER_ADDR"),
+    ([], KUBEFLOW_POD_OF_TWO, "RANK=1 is the pod's index, not a process rank. Start the processes with torchrun"),
+] + [([f"env={name}"], NO_ENV, fragment) for name, (_, fragment) in BAD_PRESET_FILES.items()]
+
+
+def user_conf(tmp_path: Path) -> Path:
+    """A config directory holding the broken presets of BAD_PRESET_FILES, each extending cpu_debug."""
+    user_conf = tmp_path / "user_conf"
+    (user_conf / "env").mkdir(parents=True)
+    for name, (body, _) in BAD_PRESET_FILES.items():
+        (user_conf / "env" / f"{name}.yaml").write_text("defaults:\n  - cpu_debug\n  - _self_\n" + body)
+    return user_conf

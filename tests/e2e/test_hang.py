@@ -1,0 +1,230 @@
+"""Hang forensics: a real 2-rank torchrun job (gloo, CPU) that hangs on purpose (tests/hang_app), the
+dumps it leaves, and what the report, torchrun's summary and `bootstrap hang` make of them.
+
+The diagnosis itself is pure and is also fed hand-made dumps; a dump found on disk is read
+without running code.
+"""
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from bootstrap.distributed import dumps, hang
+
+from conftest import ROOT, clean_env
+
+APP = ROOT / "tests" / "hang_app" / "app.py"
+TORCHRUN = [str(Path(sys.executable).with_name("torchrun")), "--standalone", "--nproc_per_node=2"]
+TIMEOUT_S = 5  # the job's own collective timeout: short, so a hang ends quickly
+DEADLINE = TIMEOUT_S + 30  # the issue's bound for a hung job to end
+TRACEBACK = "Traceback (most recent call last)"
+SKIPPED = "rank 1 never entered collective #2 (all_reduce on default_pg); rank 0 waited in it for"
+
+
+def start(run_dir: Path, *overrides: str) -> subprocess.Popen:
+    return subprocess.Popen([*TORCHRUN, str(APP), f"hydra.run.dir={run_dir}", *overrides], cwd=run_dir.parent,
+                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def finish(proc: subprocess.Popen, deadline: float = DEADLINE):
+    """(exit status, stdout + stderr, seconds it took); the job and its ranks are killed at the deadline."""
+    started = time.monotonic()
+    try:
+        out, err = proc.communicate(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"the job did not end within {deadline} s:\n{err[-3000:]}") from None
+    return proc.returncode, out + err, time.monotonic() - started
+
+
+LOGS = ("app.log", "app.rank1.log")
+
+
+def log_sizes(run_dir: Path) -> dict:
+    """How far the ranks' logs go now: a second run in the same directory appends to them."""
+    return {name: (run_dir / name).stat().st_size for name in LOGS if (run_dir / name).exists()}
+
+
+def wait_until_hung(run_dir: Path, proc: subprocess.Popen, after: Optional[dict] = None) -> None:
+    """Poll the ranks' logs (past ``after``: a previous run's lines) until rank 0 waits in collective 2
+    and rank 1 has skipped it."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        text = ""
+        for name in LOGS:
+            if (run_dir / name).exists():
+                with open(run_dir / name, "rb") as log:
+                    log.seek((after or {}).get(name, 0))
+                    text += log.read().decode("utf-8", "replace")
+        if "rank 0 enters collective 2" in text and "rank 1 skips collective 2" in text:
+            return
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        time.sleep(0.05)
+    raise AssertionError("the job never reached its hang")
+
+
+def reports(run_dir: Path) -> list:
+    return [json.loads((run_dir / f"bootstrap.rank{rank}.json").read_text()) for rank in (0, 1)]
+
+
+def bootstrap_hang(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bootstrap", "hang", *map(str, args)], capture_output=True,
+                          text=True, env=clean_env(), timeout=120)
+
+
+def assert_dumps_and_diagnosis(run_dir: Path, finding: str) -> None:
+    assert sorted(p.name for p in run_dir.glob(f"{hang.DUMP_PREFIX}*")) == [
+        f"{hang.DUMP_PREFIX}0", f"{hang.DUMP_PREFIX}1"]  # one per rank, in the job's own directory
+    proc = bootstrap_hang(run_dir)
+    assert proc.returncode == 1 and finding in proc.stdout and TRACEBACK not in proc.stderr, proc.stdout + proc.stderr
+    for report in reports(run_dir):
+        recorded = report["distributed"]["hang"]
+        assert finding in recorded["finding"] and recorded["dumps"] == [f"{hang.DUMP_PREFIX}0", f"{hang.DUMP_PREFIX}1"]
+
+
+# -- real hangs ---------------------------------------------------------------------------------
+def test_a_rank_that_never_enters_a_collective_is_named(tmp_path):
+    run_dir = tmp_path / "run"
+    code, output, took = finish(start(run_dir, f"env.distributed.timeout_s={TIMEOUT_S}"))
+    assert code != 0 and took < DEADLINE
+    assert_dumps_and_diagnosis(run_dir, SKIPPED)
+    # Rank 0 failed first and asked for every dump: its own request does not make it re-dump as if asked.
+    assert dumps.read(run_dir / f"{hang.DUMP_PREFIX}0").reason.startswith("job failed")
+    first, second = reports(run_dir)
+    assert first["job"]["status"] == "failed" and SKIPPED in first["job"]["error"]
+    root_cause = output.split("Root Cause")[1]  # torchrun's summary names the rank and what the dumps show
+    assert "rank 0 failed" in root_cause and SKIPPED in root_cause
+
+
+def test_sigterm_to_the_job_while_it_hangs(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start(run_dir, "env.distributed.timeout_s=600")  # no timeout to rescue it: only the signal
+    wait_until_hung(run_dir, proc)
+    proc.send_signal(signal.SIGTERM)  # torchrun forwards it to both ranks, as a scheduler's kill does
+    code, output, took = finish(proc)
+    assert code != 0 and took < 30
+    assert_dumps_and_diagnosis(run_dir, SKIPPED)
+    assert [r["job"]["status"] for r in reports(run_dir)] == ["interrupted", "interrupted"]
+
+
+def test_sigterm_to_a_rank_blocked_in_a_collective(tmp_path):
+    # Rank 0 is blocked in C++ (gloo's wait): Python runs no handler there until the wait returns,
+    # up to timeout_s. The watcher thread dumps, asks rank 1 for its dump and ends the job itself.
+    run_dir = tmp_path / "run"
+    proc = start(run_dir, "env.distributed.timeout_s=600")
+    wait_until_hung(run_dir, proc)
+    rank0 = json.loads((run_dir / "bootstrap.rank0.json").read_text())
+    os.kill(_pid_of_rank(proc.pid, 0), signal.SIGTERM)
+    code, output, took = finish(proc)
+    assert code != 0 and took < 30
+    assert rank0["job"]["status"] == "running"  # it was in its task when the signal came
+    assert_dumps_and_diagnosis(run_dir, SKIPPED)
+    first = reports(run_dir)[0]
+    assert first["job"]["status"] == "interrupted"
+    assert first["job"]["error"].startswith("rank 0 stopped by SIGTERM while blocked in a collective")
+    assert "exitcode  : 143" in output
+
+
+def test_a_reused_run_dir_blames_no_rank_with_an_earlier_runs_dump(tmp_path):
+    # A fixed hydra.run.dir, run twice. The first run leaves both ranks' dumps. In the second, rank 1 is
+    # killed with SIGKILL and leaves none: its dump from the first run is stale, and rank 1 is missing.
+    run_dir = tmp_path / "run"
+    dump0, dump1 = f"{hang.DUMP_PREFIX}0", f"{hang.DUMP_PREFIX}1"
+    code, output, _ = finish(start(run_dir, f"env.distributed.timeout_s={TIMEOUT_S}"))
+    assert code != 0 and sorted(p.name for p in run_dir.glob(f"{hang.DUMP_PREFIX}*")) == [dump0, dump1], output[-3000:]
+    earlier = (run_dir / dump1).read_bytes()
+    proc = start(run_dir, "env.distributed.timeout_s=600")
+    wait_until_hung(run_dir, proc, after=log_sizes(run_dir))
+    os.kill(_pid_of_rank(proc.pid, 1), signal.SIGKILL)
+    code, output, took = finish(proc)
+    assert code != 0 and took < DEADLINE
+    assert (run_dir / dump1).read_bytes() == earlier  # left in place, untouched
+    recorded = reports(run_dir)[0]["distributed"]["hang"]
+    assert recorded["dumps"] == [dump0] and recorded["ranks"] == [0], recorded
+    assert recorded["stale"] == [dump1] and recorded["missing"] == "rank 1", recorded
+    assert recorded["findings"] == ["no dump from rank 1: it ended without one (killed with SIGKILL, or crashed "
+                                    "inside a collective)"], recorded
+    proc = bootstrap_hang(run_dir)  # this run's start, from the run's reports
+    assert proc.returncode == 1 and TRACEBACK not in proc.stderr, proc.stdout + proc.stderr
+    assert "(dumps from rank 0)" in proc.stdout and "no dump from rank 1: it ended without one" in proc.stdout
+    assert f"1 stale dump, from an earlier run (older than this run's start; left in place, not analysed): {dump1}" \
+        in proc.stdout, proc.stdout
+
+
+def _pid_of_rank(torchrun_pid: int, rank: int) -> int:
+    """The worker torchrun (the agent, with --standalone) started for ``rank``: its child with RANK=<rank>."""
+    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
+        try:
+            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == torchrun_pid and f"RANK={rank}".encode() in environ:
+            return pid
+    raise AssertionError(f"torchrun ({torchrun_pid}) has no worker of rank {rank}")
+
+
+def test_ranks_that_disagree_on_the_operation(tmp_path):
+    run_dir = tmp_path / "run"
+    code, _, took = finish(start(run_dir, "fault=mismatch", f"env.distributed.timeout_s={TIMEOUT_S}"))
+    assert code != 0 and took < DEADLINE
+    assert_dumps_and_diagnosis(run_dir, "collective #2 on default_pg: the ranks disagree on the operation: "
+                                        "rank 0 all_reduce [[8]] ['Float'], rank 1 broadcast [[8]] ['Float']")
+
+
+def test_a_healthy_run_writes_no_dump(tmp_path):
+    run_dir = tmp_path / "run"
+    code, output, _ = finish(start(run_dir, "fault=none"))
+    assert code == 0, output[-3000:]
+    assert not list(run_dir.glob(f"{hang.DUMP_PREFIX}*"))
+    assert all(r["distributed"]["hang"] is None for r in reports(run_dir))
+    proc = bootstrap_hang(run_dir)
+    assert proc.returncode == 2 and "holds no flight-recorder dump" in proc.stderr
+
+
+# -- dumps on disk are untrusted ---------------------------------------------------------------------
+class Exploit:
+    def __reduce__(self):
+        return (os.system, ("touch PWNED",))
+
+
+def test_a_dump_that_holds_code_is_not_run_and_not_a_dump(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / f"{hang.DUMP_PREFIX}0").write_bytes(pickle.dumps({"entries": [], "x": Exploit()}))
+    (run_dir / f"{hang.DUMP_PREFIX}1").write_bytes(b"\x80\x02garbage")
+    (run_dir / f"{hang.DUMP_PREFIX}2").mkdir()
+    (run_dir / f"{hang.DUMP_PREFIX}x").write_bytes(pickle.dumps({"entries": []}))
+    proc = subprocess.run([sys.executable, "-m", "bootstrap", "hang", str(run_dir)], capture_output=True, text=True,
+                          cwd=tmp_path, env=clean_env(), timeout=120)
+    assert not (tmp_path / "PWNED").exists()
+    assert proc.returncode == 2 and TRACEBACK not in proc.stderr
+
+
+def test_hang_usage_errors():
+    proc = bootstrap_hang("/no/such/run/dir")
+    assert proc.returncode == 2 and "no such directory" in proc.stderr
+
+
+# -- the recorder's settings --------------------------------------------------------------------------
+def test_the_recorder_is_sized_by_the_preset_and_its_dumps_go_to_the_job(run_stub, tmp_path):
+    run = run_stub("train.steps=0", "env.distributed.init=always", "env.distributed.flight_recorder.buffer_size=64")
+    assert run.returncode == 0, run.output
+    values = {name: v["value"] for name, v in run.report["vars"].items()}
+    assert values["TORCH_FR_BUFFER_SIZE"] == "64"
+    assert values["TORCH_FR_DUMP_TEMP_FILE"] == str(run.out_dir / hang.DUMP_PREFIX)  # NCCL's own dump on timeout
+    off = run_stub("train.steps=0", "env.distributed.init=always", "env.distributed.flight_recorder.enabled=false")
+    assert off.report["vars"]["TORCH_FR_BUFFER_SIZE"]["value"] == "0"
+    assert "TORCH_FR_DUMP_TEMP_FILE" not in off.report["vars"]
+
+
+def test_one_process_without_a_group_exports_nothing_for_the_recorder(run_stub):
+    run = run_stub("train.steps=0")
+    assert not {"TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE"} & run.report["vars"].keys()

@@ -1,0 +1,248 @@
+"""The bootstrap under a real Lightning app (tests/lightning_app), enabled from the command line.
+
+The app knows nothing of the bootstrap: every run adds ``+env=cpu_debug hydra/callbacks=bootstrap``
+as a new user would. Everything runs in real subprocesses. Each run has a deadline: a hang
+(two ranks waiting on each other) fails the test, and the whole process group, the ranks
+Lightning started included, is killed.
+
+What Lightning does that matters here (design.md §5): ``strategy=ddp`` re-runs the script
+for rank 1 with ``hydra.run.dir`` set to rank 0's run directory, so both ranks write into one
+directory; rank 0 starts before Lightning has decided anything, so it sees a single process.
+``strategy=ddp_spawn`` forks workers that do not run Hydra again.
+"""
+import csv
+import importlib.util
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import clean_env
+
+# Looked up, not imported (importing lightning costs seconds). Missing, it fails every test
+# here rather than skipping them: the `lightning` extra is part of the test command.
+assert importlib.util.find_spec("lightning") is not None, "pip install -e '.[test,lightning]' runs these tests"
+APP = Path(__file__).parents[1] / "lightning_app" / "app.py"
+BOOTSTRAP = ("+env=cpu_debug", "hydra/callbacks=bootstrap")
+DDP = ("trainer.strategy=ddp", "trainer.devices=2")
+TIMEOUT = 240  # each run takes 5-20 s on 2 cores; a hang ends here, not in CI's global timeout
+RETURNS = re.compile(r"app returns (.+)$", re.MULTILINE)
+
+
+@dataclass
+class AppRun:
+    args: tuple
+    returncode: int  # None when the run was killed at the deadline
+    stdout: str
+    stderr: str
+    out_dir: Path
+
+    def tail(self) -> str:
+        state = f"killed after {TIMEOUT} s" if self.returncode is None else f"exit status {self.returncode}"
+        files = sorted(p.name for p in self.out_dir.iterdir()) if self.out_dir.is_dir() else "no directory"
+        return (f"app.py {' '.join(self.args)}: {state}; {self.out_dir}: {files}\n"
+                f"--- stdout ---\n{self.stdout[-3000:]}\n--- stderr ---\n{self.stderr[-5000:]}")
+
+    def file(self, name: str) -> Path:
+        path = self.out_dir / name
+        assert path.is_file(), f"{name} was not written\n{self.tail()}"
+        return path
+
+    def report(self, name: str = "bootstrap.json") -> dict:
+        return json.loads(self.file(name).read_text())
+
+    def returned(self):
+        """What the task returned, as it logged it into its job log."""
+        return logged_return(self.file("app.log"))
+
+
+def logged_return(job_log: Path):
+    """The app logs what its task returns as one line of JSON (floats for 0-d tensors)."""
+    found = RETURNS.findall(job_log.read_text())
+    assert len(found) == 1, f"expected one 'app returns' line in {job_log}, found {found}"
+    return json.loads(found[0])
+
+
+def run_app(out_dir: Path, *args: str, multirun: bool = False) -> AppRun:
+    """``python app.py ARGS`` with its output in out_dir, killed (with every rank) at the deadline."""
+    dir_arg = f"hydra.sweep.dir={out_dir}" if multirun else f"hydra.run.dir={out_dir}"
+    cmd = [sys.executable, str(APP), *(["-m"] if multirun else []), dir_arg, *args]
+    # A new session: the ranks Lightning starts share its process group, so one killpg ends them all.
+    proc = subprocess.Popen(cmd, cwd=out_dir.parent, env=clean_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        # The ranks inherit the pipes: this returns once every rank has exited, not only rank 0.
+        stdout, stderr = proc.communicate(timeout=TIMEOUT)
+        returncode = proc.returncode
+    except subprocess.TimeoutExpired:
+        returncode = None
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # SIGKILL: a rank blocked in a collective ignores SIGTERM
+        except ProcessLookupError:
+            pass
+    if returncode is None:
+        stdout, stderr = proc.communicate()
+    return AppRun(tuple(args), returncode, stdout, stderr, out_dir)
+
+
+def assert_ok(run: AppRun) -> None:
+    assert run.returncode == 0, run.tail()
+
+
+# -- strategy=ddp: Lightning re-launches the script for rank 1 -------------------------------
+@pytest.fixture(scope="module")
+def ddp_run(tmp_path_factory):
+    return run_app(tmp_path_factory.mktemp("ddp") / "run", *BOOTSTRAP, *DDP)
+
+
+def test_ddp_finishes(ddp_run):
+    assert_ok(ddp_run)
+
+
+# -- strategy=ddp_spawn: workers forked by torch.multiprocessing ------------------------------
+def test_ddp_spawn_finishes(tmp_path):
+    run = run_app(tmp_path / "run", *BOOTSTRAP, "trainer.strategy=ddp_spawn", "trainer.devices=2")
+    assert_ok(run)
+    assert run.report()["job"]["status"] == "completed", run.report()["job"]
+
+
+# -- what the task returns ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def number_run(tmp_path_factory):
+    return run_app(tmp_path_factory.mktemp("number") / "run", *BOOTSTRAP, "returns=number")
+
+
+def test_a_returned_number_is_recorded(number_run):
+    assert_ok(number_run)
+    value = number_run.returned()
+    assert isinstance(value, float) and value > 0
+    assert number_run.report()["job"]["metrics"] == {"return": value}
+
+
+def test_returned_metrics_of_tensors_are_recorded_as_floats(tmp_path):
+    run = run_app(tmp_path / "run", *BOOTSTRAP, "returns=metrics")
+    assert_ok(run)
+    returned = run.returned()  # the app logs float(v) of each 0-d tensor it returned
+    assert {"train/loss", "val/loss"} <= returned.keys()
+    metrics = run.report()["job"]["metrics"]
+    assert metrics is not None, run.report()["job"]
+    for key in ("train/loss", "val/loss"):
+        assert type(metrics.get(key)) is float, metrics
+        assert metrics[key] == returned[key]
+
+
+def test_env_seed_null_seeds_nothing(tmp_path):
+    run = run_app(tmp_path / "run", *BOOTSTRAP, "env.seed=null")
+    assert_ok(run)
+    seed = run.report()["seed"]
+    assert seed["value"] is None and seed["generators"] == [], seed
+
+
+# -- a sweep of the number-returning app, and tune ---------------------------------------------
+def _summary(sweep_dir: Path) -> list:
+    path = sweep_dir / "sweep_summary.csv"
+    assert path.is_file(), f"no sweep_summary.csv in {sorted(p.name for p in sweep_dir.iterdir())}"
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def _marked(cell: str) -> bool:
+    return (cell or "").strip().lower() not in ("", "no", "false", "0")
+
+
+def _tune(sweep_dir: Path, out: Path, name: str, *extra: str) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "bootstrap", "tune", str(sweep_dir), "--name", name,
+                           "--out", str(out), *extra], capture_output=True, text=True, env=clean_env(),
+                          cwd=sweep_dir.parent, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return yaml.safe_load((out / "env" / f"{name}.yaml").read_text())
+
+
+def test_sweep_ranks_jobs_by_return_and_tune_keeps_the_best(tmp_path):
+    sweep_dir = tmp_path / "sweep"
+    # Threads do not change this model's numbers, so without a per-job seed both jobs would tie;
+    # seeding each job with its intra_op gives two different val/loss values to choose between.
+    run = run_app(sweep_dir, *BOOTSTRAP, "env.threads.intra_op=1,2", "seed=${env.threads.intra_op}",
+                  "trainer.max_epochs=1", multirun=True)
+    assert_ok(run)
+    rows = _summary(sweep_dir)
+    assert len(rows) == 2, rows
+    assert "return" in rows[0] and "best" in rows[0], f"columns: {list(rows[0])}"
+    assert all(r["status"] == "completed" for r in rows), rows
+    returns = {int(r["intra_op"]): float(r["return"]) for r in rows}
+    assert sorted(returns) == [1, 2] and returns[1] != returns[2], returns
+    for r in rows:  # each row's return is what that job's app logged
+        assert f"env.threads.intra_op={r['intra_op']}" in r["overrides"]
+        assert float(r["return"]) == logged_return(sweep_dir / r["job"] / "app.log")
+    best = [int(r["intra_op"]) for r in rows if _marked(r["best"])]
+    lowest, highest = min(returns, key=returns.get), max(returns, key=returns.get)
+    assert best == [lowest], f"best marks {best}; returns {returns} (default: return, min)"
+
+    conf = tmp_path / "conf"
+    assert _tune(sweep_dir, conf, "tuned")["threads"]["intra_op"] == lowest
+    assert _tune(sweep_dir, conf, "tuned_max", "--objective", "return", "--mode", "max")["threads"][
+        "intra_op"] == highest
+
+
+def test_ddp_rank0_saw_a_single_process_at_start(ddp_run):
+    # Rank 0's bootstrap runs before Lightning decides to start ranks: it cannot know.
+    dist = ddp_run.report()["distributed"]
+    assert (dist["launcher"], dist["world_size"]) == ("single", 1), dist
+
+
+def test_ddp_rank1_knows_lightning_started_it(ddp_run):
+    dist = ddp_run.report("bootstrap.rank1.json")["distributed"]
+    seen = {k: dist.get(k) for k in ("launcher", "rank", "world_size", "local_world_size", "process_group")}
+    # process_group "none": Lightning makes the group; the bootstrap must not make a second one.
+    assert seen == {"launcher": "lightning", "rank": 1, "world_size": 2, "local_world_size": 2,
+                    "process_group": "none"}, dist
+
+
+@pytest.mark.parametrize("rank, name", [(0, "bootstrap.json"), (1, "bootstrap.rank1.json")])
+def test_ddp_each_rank_completes_and_records_the_frameworks_group(ddp_run, rank, name):
+    report = ddp_run.report(name)
+    assert report["job"]["status"] == "completed", report["job"]
+    assert report["distributed"].get("group_at_end") == {
+        "owner": "framework", "backend": "gloo", "world_size": 2, "rank": rank}, report["distributed"]
+
+
+def test_ddp_rank1_threads_share_the_node(ddp_run):
+    expected = max(1, len(os.sched_getaffinity(0)) // 2)
+    assert ddp_run.report("bootstrap.rank1.json")["threads"]["intra_op"] == expected
+
+
+@pytest.mark.parametrize("name", ["bootstrap.json", "bootstrap.rank1.json"])
+def test_ddp_no_rank_runs_with_detail_debugging(ddp_run, name):
+    # Set in one rank after torch.distributed was imported, inherited by the other: the ranks deadlock.
+    assert "TORCH_DISTRIBUTED_DEBUG" not in ddp_run.report(name)["vars"]
+
+
+def test_ddp_rank1_logs_to_its_own_file(ddp_run):
+    assert_ok(ddp_run)
+    logs = {p.name: p.read_text() for p in ddp_run.out_dir.glob("*.log")}
+    rank1_files = [name for name in logs if name.endswith(".rank1.log")]
+    assert rank1_files, f"no *.rank1.log among {sorted(logs)}"
+    rank1_text = "".join(logs[name] for name in rank1_files)
+    # The app logs "rank R of W: fit starts" from each rank; the bootstrap logs its table from each rank.
+    assert "rank 1 of 2: fit starts" in rank1_text, rank1_text
+    assert "cpu_debug" in rank1_text, f"rank 1's bootstrap table is not in {rank1_files}:\n{rank1_text}"
+    assert "rank 0 of 2: fit starts" not in rank1_text
+    holding_rank1 = sorted(name for name, text in logs.items() if "rank 1 of 2" in text)
+    assert holding_rank1 == sorted(rank1_files), f"rank 1's lines are in {holding_rank1}"
+    rank0_text = ddp_run.file("app.log").read_text()
+    assert "rank 0 of 2: fit starts" in rank0_text
+    assert rank0_text.count("cpu_debug") >= 1 and "rank 1 of 2" not in rank0_text
+
+
+def test_the_apps_own_seed_is_recorded(number_run):
+    # The bootstrap seeds with env.seed (0); then the app calls L.seed_everything(12345).
+    seed = number_run.report()["seed"]
+    assert seed["value"] == 0 and seed.get("task_seed") == 12345, seed

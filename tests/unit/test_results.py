@@ -1,0 +1,175 @@
+"""A task's results in the report, and the sweep's objective: pure functions, fed values."""
+import csv
+import io
+import math
+import os
+import stat
+
+import numpy as np
+import pytest
+import torch
+
+from bootstrap.core.report import MAX_DEPTH, MAX_METRICS, MAX_SKIPPED, error_text, metrics_from
+from bootstrap.doors.outbound import write_text
+from bootstrap.sweep.summary import Row, objective_for, rank, to_csv, to_markdown
+
+
+def test_a_number_becomes_the_return_metric():
+    assert metrics_from(0.25) == ({"return": 0.25}, [])
+    assert metrics_from(3) == ({"return": 3.0}, [])
+    assert metrics_from(torch.tensor(0.5)) == ({"return": 0.5}, [])
+
+
+def test_a_mapping_is_flattened_and_tensors_become_floats():
+    value = {"val/loss": torch.tensor(0.5), "train": {"loss": np.float32(0.25), "acc": np.int64(3)},
+             "steps": 10, "name": "run-1", "flag": True, "hist": torch.tensor([1.0, 2.0]), "bad": math.nan}
+    metrics, skipped = metrics_from(value)
+    assert metrics == {"val/loss": 0.5, "train/loss": 0.25, "train/acc": 3.0, "steps": 10.0}
+    assert all(isinstance(v, float) for v in metrics.values())
+    assert skipped == ["name (str)", "flag (bool)", "hist (Tensor)", "bad (nan)"]
+
+
+@pytest.mark.parametrize("value", [None, "text", object(), (), tuple(range(40))])
+def test_anything_else_is_skipped_and_noted(value):
+    metrics, skipped = metrics_from(value)
+    assert metrics == {} and (skipped == [] if value is None else len(skipped) == 1)
+
+
+def test_a_tuple_of_objectives_becomes_one_metric_each():
+    assert metrics_from((0.5, 0.25)) == ({"return/0": 0.5, "return/1": 0.25}, [])  # Optuna's multi-objective
+    assert metrics_from([1, "x"]) == ({"return/0": 1.0}, ["return/1 (str)"])
+
+
+class Raising:
+    """Whatever converts it raises: __float__, __index__, item()."""
+
+    ndim = 0
+
+    def __init__(self, error):
+        self.error = error
+
+    def __float__(self):
+        raise self.error
+
+    __index__ = __float__
+
+    def item(self):
+        raise self.error
+
+
+class RaisingFloat(float):
+    def __float__(self):
+        raise SystemExit(3)  # not even an Exception
+
+
+class Weird:
+    def __str__(self):
+        raise RuntimeError("no text")
+
+    def __hash__(self):
+        return 7
+
+
+def test_values_that_cannot_become_floats_are_skipped_with_the_reason_never_raised():
+    cycle = {"loss": 0.5, "inner": {"ok": 1}}
+    cycle["self"] = cycle
+    cycle["inner"]["up"] = cycle
+    metrics, skipped = metrics_from(cycle)
+    assert metrics == {"loss": 0.5, "inner/ok": 1.0}
+    assert skipped == ["inner/up (a mapping that holds itself)", "self (a mapping that holds itself)"]
+    assert metrics_from(10**400) == ({}, ["return (int too large for a float)"])
+    assert metrics_from({"n": np.float64("inf"), "big": 10**400, "ok": 2**60}) == (
+        {"ok": float(2**60)}, ["n (inf)", "big (int too large for a float)"])
+    metrics, skipped = metrics_from({"a": Raising(ValueError()), "b": Raising(KeyError()), "c": RaisingFloat(1.0),
+                                     "t": torch.tensor(1.0).expand(())})
+    assert metrics == {"t": 1.0}
+    assert skipped == ["a (Raising that could not be converted: ValueError)",
+                       "b (Raising that could not be converted: KeyError)",
+                       "c (RaisingFloat that could not be converted: SystemExit)"]
+
+
+def test_keys_that_are_not_text_are_named_or_skipped():
+    metrics, skipped = metrics_from({1: 1.0, 2.5: 2.0, (1, 2): 3.0, 10**5000: 4.0, Weird(): 5.0, None: 6.0})
+    assert metrics == {"1": 1.0, "2.5": 2.0, "(1, 2)": 3.0, "None": 6.0}
+    assert skipped == ["? (a key of type int that cannot be shown: ValueError)",
+                       "? (a key of type Weird that cannot be shown: RuntimeError)"]
+
+
+def test_depth_size_and_name_length_are_bounded():
+    deep = inner = {}
+    for _ in range(100_000):  # far past the recursion limit
+        inner["a"] = inner = {}
+    inner["v"] = 1.0
+    metrics, skipped = metrics_from(deep)
+    assert metrics == {} and skipped == ["/".join(["a"] * MAX_DEPTH) + f" (nested deeper than {MAX_DEPTH} levels)"]
+    metrics, skipped = metrics_from({f"m{i}": float(i) for i in range(MAX_METRICS + 500)})
+    assert len(metrics) == MAX_METRICS and len(skipped) == MAX_SKIPPED + 1
+    assert skipped[0] == f"m{MAX_METRICS} (past the limit of {MAX_METRICS} metrics in a report)"
+    assert skipped[-1] == f"{500 - MAX_SKIPPED} more values not recorded (at most {MAX_SKIPPED} are named)"
+    metrics, skipped = metrics_from({"x" * 10_000: 1.0})
+    assert metrics == {} and skipped == ["x" * 200 + "... (a name longer than 200 characters)"]
+
+
+def test_an_error_whose_message_cannot_be_read_still_gives_its_type():
+    class Broken(Exception):
+        def __str__(self):
+            raise RuntimeError("no")
+
+    assert error_text(Broken()) == "Broken (its message could not be read: RuntimeError)"
+    assert error_text(ValueError("x" * 30_000)).endswith("x... (10012 more characters)")  # "ValueError: " + 30,000
+
+
+def row(job, **metrics):
+    return Row(str(job), "", "completed", 1, 1, metrics)
+
+
+def test_the_default_objective_suits_train_stub_and_a_loss_returning_app():
+    assert objective_for([row(0, samples_per_s=10.0, final_loss=1.0)]) == ("samples_per_s", "max")
+    assert objective_for([row(0, **{"return": 0.3})]) == ("return", "min")
+    assert objective_for([row(0, accuracy=0.3)]) is None
+    assert objective_for([row(0)], "val/acc", "max") == ("val/acc", "max")
+    assert objective_for([row(0)], "val/loss") == ("val/loss", "min")
+
+
+def test_rank_marks_the_best_job_by_the_objective():
+    rows = [row(0, **{"return": 0.5}), row(1, **{"return": 0.2}), row(2), row(3, **{"return": math.inf})]
+    assert [(r.job, r.best) for r in rank(rows)] == [("1", True), ("0", False), ("2", False), ("3", False)]
+    assert [r.job for r in rank(rows, "return", "max")][:2] == ["0", "1"]
+    assert not any(r.best for r in rank([row(0), row(1)]))  # nothing to compare: no best
+
+
+def test_metric_columns_are_every_reported_metric_in_a_stable_order():
+    rows = rank([row(1, b=1.0, c=2.0), row(0, a=1.0, b=2.0)])
+    assert to_csv(rows).splitlines()[0] == "job,overrides,status,intra_op,inter_op,a,b,c,best"
+
+
+def test_summary_cells_stay_one_table_and_are_no_spreadsheet_formulas():
+    rows = [Row("0", "+x=a|b\nc", "completed", 1, 1, {"loss": -0.5}), Row("1", "=HYPERLINK(1)", "failed", 1, 1)]
+    markdown = to_markdown(rows).splitlines()
+    assert len(markdown) == 4 and all(line.count(" | ") == markdown[0].count(" | ") for line in markdown[2:])
+    cells = list(csv.reader(io.StringIO(to_csv(rows))))
+    assert cells[1][1] == "'+x=a|b\nc" and cells[1][5] == "-0.5"  # numbers are left alone
+    assert cells[2][1] == "'=HYPERLINK(1)"
+
+
+def test_written_files_follow_the_umask_like_hydras_own(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        write_text(tmp_path / "a.json", "{}")
+        os.umask(0o077)
+        write_text(tmp_path / "b.json", "{}")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "b.json").stat().st_mode) == 0o600
+
+
+def test_any_job_name_sorts_and_header_cells_are_neutralised_too():
+    rows = [Row("²", "", "completed", 1, 1, {"=cmd()": 1.0}), Row("9" * 40, "", "completed", 1, 1, {"a|b\nc": 1e300}),
+            Row("10", "", "completed", 1, 1), Row("2", "", "completed", 1, 1)]
+    assert [r.job for r in rank(rows)] == ["2", "10", "9" * 40, "²"]  # numbers first; int("²") would raise
+    header = next(csv.reader(io.StringIO(to_csv(rows))))
+    assert header == ["job", "overrides", "status", "intra_op", "inter_op", "a|b\nc", "'=cmd()", "best"]
+    assert to_markdown(rows).splitlines()[0] == \
+        "| job | overrides | status | intra_op | inter_op | a\\|b c | =cmd() | best |"
+    assert "| 1e+300 |" in to_markdown(rows)  # a huge number stays one short cell
