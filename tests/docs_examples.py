@@ -46,11 +46,10 @@ def _session(overrides: Tuple[str, ...]):
     from hydra import compose, initialize_config_dir
 
     import bootstrap  # noqa: F401 - registers the preset schema
-    from bootstrap.core import presets
     from bootstrap.core.jobconfig import session_args
     from bootstrap.core.session import Session
 
-    with initialize_config_dir(config_dir=str(presets.CONF_DIR), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
         return Session(**session_args(cfg))
 
