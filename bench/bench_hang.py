@@ -3,7 +3,7 @@
 
     python bench/bench_hang.py [--quick]     # prints the result as JSON
 
-Dumps are synthesised as the bootstrap writes them (bootstrap.flightrec): torch's plain-data pickle,
+Dumps are synthesised as the bootstrap writes them (bootstrap.distributed.flightrec): torch's plain-data pickle,
 a few entries per rank with stack frames, one rank a collective behind, and a ``pg_config`` whose
 default group lists its members. torch writes that list in every rank's dump, so the dumps'
 total size grows as ranks squared (59 KB a rank at 10,000 ranks); the reader parses it once

@@ -6,7 +6,7 @@
 ``bootstrap.json`` written from a typed ``Report``, ``.hydra/overrides.yaml`` with distinct
 overrides, ``.hydra/config.yaml``, a job log, and the sweep's ``multirun.yaml``) for N = 1,000 and
 10,000 (``quick``: 100 and 1,000). It then times, interleaved and after one warm-up of each,
-``bootstrap.summary.write`` against the bare read of the same directories: list the sweep directory,
+``bootstrap.sweep.summary.write`` against the bare read of the same directories: list the sweep directory,
 ``json.load`` each report and ``yaml.load`` (the C loader) each ``overrides.yaml``. It returns the
 medians in seconds and the two ratios issue 20 sets targets for: the summary at most 1.5x the bare
 read of the larger sweep, and the larger sweep at most 11x the smaller (10x the jobs).

@@ -3,7 +3,7 @@
     python bench/check_report.py REPORT --device cuda [--backend nccl] [--group] [--tf32] [--trained]
 
 Exits 1 naming the first field that is not as expected (or why the report cannot be read); prints the
-fields it read. The report is read as the typed bootstrap.records.Report.
+fields it read. The report is read as the typed bootstrap.doors.records.Report.
 """
 
 import sys

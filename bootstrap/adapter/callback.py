@@ -144,7 +144,7 @@ class BootstrapCallback(Callback):
     @_guarded
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Before Hydra makes the output directory: jobs never share one, and ranks of one job do
-        (see bootstrap.rundir)."""
+        (see bootstrap.distributed.rundir)."""
         launch = launcher.peek(os.environ)
         configured = OmegaConf.to_container(config.hydra.run, resolve=False).get("dir")
         chosen = rundir.run_dir(str(configured), launch, os.environ)

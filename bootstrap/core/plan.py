@@ -43,7 +43,7 @@ class Plan:
     torch: Mapping[str, Any]  # each env.torch setting's value as torch gets it and the report shows it (torch_values)
     device_type: str  # the preset's device: cpu | cuda
     backend: str  # the preset's backend, used when the device is a GPU
-    # where this rank's flight-recorder dump goes on a failure or SIGTERM (bootstrap.flightrec); None: the
+    # where this rank's flight-recorder dump goes on a failure or SIGTERM (bootstrap.distributed.flightrec); None: the
     # recorder is off, or there is no process group to record
     dump_dir: Optional[str]
     seed: Optional[int]  # env.seed; None: the app seeds itself

@@ -1,10 +1,10 @@
 """The job's record, ``bootstrap.json``: built from (plan, what was found, what happened). Pure.
 
-:func:`build` makes the typed :class:`~bootstrap.records.Report` at job start;
+:func:`build` makes the typed :class:`~bootstrap.doors.records.Report` at job start;
 :func:`record_end` adds what the task did (a group a framework made, a re-seed, its own
 thread count) and :func:`finish` how the job ended. Like Hydra's ``JobReturn``, a job's end
-is a :class:`JobStatus`. Variable values and overrides are masked here (:mod:`bootstrap.masking`);
-the session writes the report through :mod:`bootstrap.outbound`, which cleans every text
+is a :class:`JobStatus`. Variable values and overrides are masked here (:mod:`bootstrap.doors.masking`);
+the session writes the report through :mod:`bootstrap.doors.outbound`, which cleans every text
 again on its way out (the task's own error included).
 
 **Whatever the task returns, the job ends recorded.** :func:`metrics_from` turns the return
@@ -68,7 +68,7 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
           checks: Sequence[Check], applied: Optional[Applied], warnings: Sequence[str], bootstrap_s: float,
           status: JobStatus = JobStatus.RUNNING, lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> Report:
     """The report at job start. ``applied`` is None when nothing was applied (a preview, a failed check);
-    ``lint`` holds the variable lint's findings (``bootstrap.lint.Finding``); ``started_ns`` is
+    ``lint`` holds the variable lint's findings (``bootstrap.variables.lint.Finding``); ``started_ns`` is
     ``time.time_ns()`` when the job's bootstrap started (None in a preview)."""
     launch = plan.launch
     return Report(

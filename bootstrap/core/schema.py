@@ -101,7 +101,7 @@ class Distributed:
     mesh: Dict[str, int] = field(default_factory=lambda: {"dp": -1})
     master_addr: Optional[str] = None  # rendezvous host for SLURM/submitit; null: the job's first node
     master_port: Optional[int] = None  # rendezvous port for SLURM/submitit; null: derived from the job id
-    flight_recorder: FlightRecorder = field(default_factory=FlightRecorder)  # see bootstrap.flightrec
+    flight_recorder: FlightRecorder = field(default_factory=FlightRecorder)  # see bootstrap.distributed.flightrec
 
 
 @dataclass
@@ -117,7 +117,7 @@ class EnvConfig:
     distributed: Distributed = field(default_factory=Distributed)
     # Seeds random, numpy (if installed) and torch; exported as PYTHONHASHSEED. null: the app seeds itself.
     seed: Optional[int] = 0
-    seed_offset: SeedOffset = SeedOffset.rank  # how each rank's data seed differs (see bootstrap.seeding)
+    seed_offset: SeedOffset = SeedOffset.rank  # how each rank's data seed differs (see bootstrap.distributed.seeding)
 
 
 def validate(preset: EnvConfig) -> EnvConfig:

@@ -1,6 +1,6 @@
 """``initialize(env_cfg) -> Session``: the plain-Python API that every entry point goes through.
 
-Data flows one way: config -> validated preset (``schema.load``) -> :class:`~bootstrap.plan.Plan`
+Data flows one way: config -> validated preset (``schema.load``) -> :class:`~bootstrap.core.plan.Plan`
 (pure) -> ``apply()`` (touches the process, remembers what it changed) -> report. ``close()``
 undoes exactly that. If anything fails half-way, the process is put back as it was
 before the error propagates.
@@ -53,7 +53,7 @@ class Session:
 
     While applied, the task reads it through :func:`current`: ``device``, ``rank``,
     ``local_rank``, ``world_size``, ``mesh`` and ``data_seed``. ``report`` is the job's record,
-    a typed :class:`bootstrap.records.Report` (``session.report.threads.intra_op``);
+    a typed :class:`bootstrap.doors.records.Report` (``session.report.threads.intra_op``);
     ``session.report.to_json()`` is what ``bootstrap.json`` holds, before the way out masks it.
     """
 

@@ -55,7 +55,7 @@ def debug_level_problem(name: str, value: str) -> Optional[str]:
             f"({PRESET}.vars.{name}=INFO, or in the shell), or null to leave it unset.")
 
 
-# Reader.apply_now -> the check of the value that call will give torch (bootstrap.runtime.APPLY_NOW
+# Reader.apply_now -> the check of the value that call will give torch (bootstrap.core.runtime.APPLY_NOW
 # holds the calls; tests/unit/test_verdict.py checks each has its check here).
 LATE_VALUE_CHECKS: Dict[str, Callable[[str, str], Optional[str]]] = {
     "distributed_debug": debug_level_problem,

@@ -13,7 +13,7 @@ points at the same directory); gloo never dumps. So the bootstrap writes the dum
   ``signal.set_wakeup_fd``, dumps, and, if the main thread does not end the job within
   :data:`GRACE_S`, finishes it from there;
 - when another rank asks, through the group's store: the first rank that fails asks every
-  rank for its dump, so that one diagnosis (:mod:`bootstrap.hang`) sees them all.
+  rank for its dump, so that one diagnosis (:mod:`bootstrap.distributed.hang`) sees them all.
 
 A healthy job writes nothing.
 """

@@ -5,8 +5,8 @@ Each reader returns plain data of a known shape or raises :class:`Unreadable` wi
 reason, never anything else: a directory, a FIFO, a device, a dangling link, a file past its
 size limit, bytes that are not UTF-8, text that is not JSON or YAML, nesting deep enough to
 exhaust the parser, integers past Python's digit limit and pickles that would run code all
-end there. The typed values built on top (:mod:`bootstrap.records` for reports,
-:mod:`bootstrap.dumps` for flight-recorder dumps) check the shape of what these return.
+end there. The typed values built on top (:mod:`bootstrap.doors.records` for reports,
+:mod:`bootstrap.distributed.dumps` for flight-recorder dumps) check the shape of what these return.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Every text is *cleaned* on its way out (:func:`clean`):
 - secrets are masked: values this process knows to be secret (:func:`remember`: a
   secret override's value, a preset variable under a secret name, and every value in
   ``os.environ`` under a secret-looking name, read at the moment of writing), URL
-  passwords and self-announcing tokens (:mod:`bootstrap.masking` defines them all);
+  passwords and self-announcing tokens (:mod:`bootstrap.doors.masking` defines them all);
 - it is made printable: control characters (terminal escapes, carriage returns, bidi
   controls, lone surrogates) are shown escaped (``\\x1b``), so no text can retitle or
   clear a terminal, hide what follows or forge a line; where one line is expected,

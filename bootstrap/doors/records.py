@@ -144,7 +144,7 @@ class Distributed(_Section):
     teardown: Optional[str] = None  # destroyed | left, at job end
     mesh: Optional[Dict[str, Count]] = None
     group_at_end: Optional[GroupAtEnd] = None
-    hang: Optional[Dict[str, Any]] = None  # bootstrap.hang's findings, as it writes them
+    hang: Optional[Dict[str, Any]] = None  # bootstrap.distributed.hang's findings, as it writes them
 
 
 @_section
@@ -164,7 +164,7 @@ class Timings(_Section):
 
 @_section
 class Job(_Section):
-    """``job``: how the job ended (``status``: a ``bootstrap.report.JobStatus`` value) and the task's metrics."""
+    """``job``: how the job ended (``status``: a ``bootstrap.core.report.JobStatus`` value) and the task's metrics."""
 
     num: Optional[Count] = None
     status: Optional[str] = None
@@ -227,7 +227,8 @@ def report_paths(job_dir: os.PathLike) -> List[Path]:
 
 
 def read_report(path: os.PathLike) -> Report:
-    """The report in ``path``; raises only :class:`~bootstrap.inbound.Unreadable` (``bootstrap.json: job.num: ...``)."""
+    """The report in ``path``; raises only :class:`~bootstrap.doors.inbound.Unreadable`
+    (``bootstrap.json: job.num: ...``)."""
     data = inbound.read_json(path)
     try:
         return Report.from_json(data)
