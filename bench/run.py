@@ -16,6 +16,7 @@ check it still executes (CI does this); it and --only write nothing unless --out
   9 flight_recorder  time per training step with torch's flight recorder on vs off: torchrun, 2 ranks
  10 hang_scale       `bootstrap hang` on 10,000 ranks' dumps vs 1,000: time and memory (bench/bench_hang.py)
  11 summary_scale    the sweep summary of 10,000 job directories vs a bare read of their files (bench/bench_summary.py)
+ 12 agreement        torchrun 2 ranks, process start to the task: the ranks' comparison on (agree=error) vs off
 """
 
 from __future__ import annotations
@@ -172,6 +173,30 @@ def flight_recorder(work: Path, repeats: int, steps: int) -> dict:
             "ratio": median(results["off"]) / median(results["on"])}
 
 
+# 12 --------------------------------------------------------------------------------------
+def agreement(work: Path, repeats: int) -> dict:
+    """The rank agreement's cost at start-up: ``torchrun`` with 2 ranks of train_stub, ``train.steps=0``
+    (start-up only), with the comparison (the preset's default, agree=error) and without (agree=off),
+    interleaved. ``ratio``: wall time on / off. ``bootstrap_ms_*``: rank 0's own ``timings.bootstrap_s``,
+    rendezvous included, where the comparison runs."""
+    runs = {"n": 0}
+
+    def torchrun(*overrides):
+        def run():
+            runs["n"] += 1
+            run_dir = work / f"run{runs['n']}"
+            wall = timed([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(STUB),
+                          "train.steps=0", f"hydra.run.dir={run_dir}", *overrides], cwd=work)
+            return wall, read_report(run_dir / "bootstrap.rank0.json").timings.bootstrap_s * 1000
+        return run
+
+    results = interleaved({"on": torchrun(), "off": torchrun("env.distributed.agree=off")}, repeats)
+    on, off = ([wall for wall, _ in results[name]] for name in ("on", "off"))
+    return {"on_s": median(on), "off_s": median(off), "ratio": median(on) / median(off),
+            "bootstrap_ms_on": median([ms for _, ms in results["on"]]),
+            "bootstrap_ms_off": median([ms for _, ms in results["off"]])}
+
+
 # 4 ---------------------------------------------------------------------------------------
 def first_step_s(script: Path, work: Path, *args: str) -> float:
     started = time.time()
@@ -305,6 +330,7 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("hang_scale", "peak_memory_per_dump_byte", "≤ 1.5 (memory within the dumps' size)", lambda v: v <= 1.5),
     ("summary_scale", "summary_vs_bare_large", "≤ 1.5× a bare read (10,000 jobs)", lambda v: v <= 1.5),
     ("summary_scale", "summary_scale", "≤ 11× (10,000 jobs vs 1,000)", lambda v: v <= 11),
+    ("agreement", "ratio", "≤ 1.02× agree=off (torchrun, 2 ranks, start-up)", lambda v: v <= 1.02),
 ]
 
 
@@ -462,7 +488,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", nargs="*",
                         help="run only these: startup threads oversubscription peers multirun gpu lightning "
-                             "lint flight_recorder hang_scale summary_scale")
+                             "lint flight_recorder hang_scale summary_scale agreement")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick or --only)")
     args = parser.parse_args(argv)
@@ -487,6 +513,7 @@ def main(argv=None) -> int:
         "flight_recorder": lambda: flight_recorder(work / "9", repeats, steps),
         "hang_scale": lambda: hang_scale(args.quick),
         "summary_scale": lambda: summary_scale(args.quick),
+        "agreement": lambda: agreement(work / "12", repeats),
     }
     results = {}
     try:

@@ -6,6 +6,8 @@
     hydra/callbacks=bootstrap                        # in a Hydra app
 """
 
+__version__ = "0.1.0"  # the package's one version (pyproject reads it); reports record it as found.bootstrap
+
 from bootstrap.core.schema import EnvConfig
 from bootstrap.core.schema import register as _register_schema
 from bootstrap.doors.errors import BootstrapError, ConfigError, MismatchError

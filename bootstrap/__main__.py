@@ -1,9 +1,10 @@
-"""``python -m bootstrap {doctor,tune,lint,hang} ...``"""
+"""``python -m bootstrap {doctor,tune,lint,hang,diff} ...``"""
 
 import importlib
 import sys
 
-COMMANDS = {"doctor": "doctor", "tune": "tune", "lint": "lint_presets", "hang": "hang"}  # -> bootstrap.cli.<module>
+# command -> bootstrap.cli.<module>
+COMMANDS = {"doctor": "doctor", "tune": "tune", "lint": "lint_presets", "hang": "hang", "diff": "diff"}
 
 
 def main(argv=None) -> int:

@@ -118,6 +118,27 @@ def readers_table() -> str:
     return "\n".join(lines + [f"| {a} | {b} | {c} |" for a, b, c in rows]) + "\n"
 
 
+def agree_kinds_table() -> str:
+    """docs/lint.md's table of what a difference between ranks changes: each kind, what env.distributed.agree=error
+    does with it, the groups of the known-variables table whose default it is, and the rows that differ from
+    their group's default."""
+    from bootstrap.variables import agreement, table
+
+    group_names = {id(group): attr for attr, group in vars(table).items() if any(group is g for g in table.GROUPS)}
+    defaults = {kind: [f"`{group_names[id(g)]}`" for g in table.GROUPS if table.GROUP_AGREE[g[0].name] == kind]
+                for kind in table.AGREE_KINDS}
+    defaults[agreement.TORCH_OTHER_KIND].append("torch's other names")
+    others = {kind: sorted(v.name for g in table.GROUPS for v in g
+                           if v.agree == kind != table.GROUP_AGREE[v.name]) for kind in table.AGREE_KINDS}
+    others["collective"] = sorted(others["collective"] + list(agreement.TORCH_OTHER_COLLECTIVE))
+    lines = ["| kind | a difference between ranks changes | under `agree=error` | the default of "
+             "| other rows of this kind |", "|---|---|---|---|---|"]
+    lines += [f"| `{kind}` | {table.AGREE_MEANINGS[kind]} | {agreement.ON_ERROR[kind]} | "
+              f"{', '.join(defaults[kind]) or '-'} | {', '.join(f'`{n}`' for n in others[kind]) or '-'} |"
+              for kind in table.AGREE_KINDS]
+    return "\n".join(lines) + "\n"
+
+
 def layout_table() -> str:
     """CONTRIBUTING.md's map of the package: each folder, top layer first, and each module, with the first
     sentence of its docstring."""
@@ -164,6 +185,7 @@ BLOCKS: Dict[str, Tuple[str, Callable[[], str]]] = {  # name: (the page that hol
     "report-example": ("docs/report.md", report_example),
     "doctor-example": ("docs/report.md", doctor_example),
     "readers-table": ("docs/settings.md", readers_table),
+    "agree-kinds": ("docs/lint.md", agree_kinds_table),
     "layout-table": ("CONTRIBUTING.md", layout_table),
 }
 

@@ -50,6 +50,7 @@ class JobInfo:
     overrides: Sequence[str] = ()  # as typed; masked here
     num: Optional[int] = None
     resolved: Optional[Choice] = None  # what env=auto chose
+    digest: Optional[str] = None  # presets.digest of the validated preset
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,14 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
     return Report(
         schema_version=SCHEMA_VERSION,
         preset=job.preset,
+        preset_digest=job.digest,
         resolved=records.Resolved(from_="auto", preset=job.resolved.preset, reason=job.resolved.reason)
         if job.resolved else None,
         overrides=[masked_override(o) for o in job.overrides],
         device=device,
         found=records.Found(
             python=found.python, torch=found.torch, cuda=found.cuda, nccl=found.nccl, cudnn=found.cudnn,
+            bootstrap=found.bootstrap,
             compute_capability=found.compute_capability, gpus=found.gpus, gpu_names=list(found.gpu_names),
             cpus=found.cpus, cpus_usable=found.cpus_usable, cpu_affinity=found.cpu_affinity),
         checks=[records.Check(name=c.name, required=c.required, found=c.found, ok=c.ok) for c in checks],

@@ -25,14 +25,14 @@ class TorchState:
 
     @classmethod
     def capture(cls) -> "TorchState":
-        return cls({s.name: s.read(torch) for s in SETTINGS}, torch.get_num_threads(), _debug_level())
+        return cls({s.name: s.read(torch) for s in SETTINGS}, torch.get_num_threads(), debug_level())
 
     def restore(self) -> None:
         if torch.get_num_threads() != self.num_threads:
             torch.set_num_threads(self.num_threads)
         for setting in SETTINGS:
             (setting.restore or setting.set)(torch, self.settings[setting.name])
-        if self.distributed_debug is not None and _debug_level() != self.distributed_debug:
+        if self.distributed_debug is not None and debug_level() != self.distributed_debug:
             import torch.distributed as dist
 
             dist.set_debug_level(getattr(dist.DebugLevel, self.distributed_debug))
@@ -67,7 +67,7 @@ def apply_inter_op(threads: int) -> Tuple[int, str]:
     return torch.get_num_interop_threads(), ""
 
 
-def _debug_level() -> Optional[str]:
+def debug_level() -> Optional[str]:
     import torch.distributed as dist
 
     return dist.get_debug_level().name if dist.is_available() else None

@@ -80,6 +80,12 @@ class DistributedInit(str, enum.Enum):
     never = "never"  # leave torch.distributed alone
 
 
+class AgreePolicy(str, enum.Enum):
+    error = "error"  # ranks that differ in what collectives depend on stop; other differences warn
+    warn = "warn"  # every difference warns and is recorded
+    off = "off"  # no comparison
+
+
 class SeedOffset(str, enum.Enum):
     none = "none"  # every rank's data stream starts from env.seed
     rank = "rank"  # rank r's data stream starts from env.seed + r
@@ -97,6 +103,7 @@ class Distributed:
     backend: Backend = Backend.gloo  # torch.distributed backend
     init: DistributedInit = DistributedInit.auto  # when to create the process group
     timeout_s: int = 600  # collective and start-up timeout, passed to init_process_group
+    agree: AgreePolicy = AgreePolicy.error  # compare the ranks' versions, preset and variables at start
     # Named parallel dimensions for init_device_mesh; one -1 is inferred from the world size.
     mesh: Dict[str, int] = field(default_factory=lambda: {"dp": -1})
     master_addr: Optional[str] = None  # rendezvous host for SLURM/submitit; null: the job's first node

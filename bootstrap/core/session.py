@@ -21,14 +21,14 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, Collection, List, Mapping, Optional, Sequence
 
-from bootstrap.core import active, presets, report, runtime, schema, verdict, versions
+from bootstrap.core import active, agreement, presets, report, runtime, schema, verdict, versions
 from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan, make_plan
 from bootstrap.core.report import Applied, JobInfo, JobStatus
 from bootstrap.distributed import launcher, seeding
 from bootstrap.distributed.group import GroupState
 from bootstrap.doors import outbound, overrides
-from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError
+from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, DisagreementError
 from bootstrap.doors.records import Report
 from bootstrap.variables import environ, readers
 
@@ -86,6 +86,7 @@ class Session:
         self._recorder = None  # flightrec.JobRecorder, under a process group
         self._changes: Optional[ProcessChanges] = None  # while applied
         self._masking_logs = False  # holds outbound.MaskedLogs while applied
+        self._agreement = None  # records.Agreement: did the ranks start alike (set by apply())
 
     rank = property(lambda self: self.launch.rank if self.launch else 0)
     local_rank = property(lambda self: self.launch.local_rank if self.launch else 0)
@@ -152,7 +153,7 @@ class Session:
         return None
 
     def _job(self) -> JobInfo:
-        return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved)
+        return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved, presets.digest(self.preset))
 
     def _lint(self, found: Optional[versions.Found] = None) -> list:
         from bootstrap.variables import lint
@@ -228,9 +229,16 @@ class Session:
                 from bootstrap.distributed import group
 
                 group.export_rendezvous(plan.launch)
+            store = self._agree(plan, found, intra, inter)  # before anything that could hang on a difference
+            if self._agreement.status == agreement.Status.STOPPED:
+                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED,
+                             self._agreement.message, started_ns=started_ns)
+                raise DisagreementError(self._agreement.message)
+            _warn(warnings, self._agreement.message)
+            if plan.distributed:
                 self._changes.group = group.start(plan.launch, plan.backend_for(device),
-                                                        self.preset.distributed.timeout_s, device, plan.mesh,
-                                                        plan.create_group)
+                                                  self.preset.distributed.timeout_s, device, plan.mesh,
+                                                  plan.create_group, store)
                 group_state, backend = self._group.state, self._group.backend
             if plan.dump_dir:
                 from bootstrap.distributed import flightrec
@@ -260,11 +268,26 @@ class Session:
                     log.warning("could not record the interrupted start: %s", write_error)
             raise
 
+    def _agree(self, plan: Plan, found: versions.Found, intra_op: int, inter_op: int):
+        """Compare this rank with rank 0 (``self._agreement``); returns the store it made for the group, if any."""
+        facts = agreement.Facts(
+            versions={"python": found.python, "torch": found.torch, "cuda": found.cuda, "cudnn": found.cudnn,
+                      "nccl": found.nccl, "hip": found.hip, "bootstrap": found.bootstrap},
+            preset=self.name, preset_digest=presets.digest(self.preset), device_type=plan.device_type,
+            intra_op=intra_op, inter_op=inter_op, torch=plan.torch, debug_level=runtime.debug_level())
+        self._agreement, store = agreement.check(
+            self.preset.distributed.agree.value, plan.launch, facts, self.output_dir,
+            bool(plan.distributed and plan.create_group), self.preset.distributed.timeout_s,
+            [decision.name for decision in plan.vars])
+        self._agreement.message = self.named(self._agreement.message)
+        return store
+
     def _record(self, plan: Plan, found: versions.Found, checks, applied: Optional[Applied], warnings: List[str],
                 started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None,
                 lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> None:
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
                                    time.perf_counter() - started, status, lint, started_ns)
+        self.report.distributed.agreement = self._agreement
         self._write(self.report, error=self.named(error))
 
     # -- closing -----------------------------------------------------------------------------

@@ -35,6 +35,7 @@ class Found:
     cpus_usable: int = 1  # the CPUs this process may run on (affinity, cgroup cpuset)
     cpu_affinity: str = "unknown"  # those CPUs as ranges: 0-3,8
     hip: Optional[str] = None  # torch.version.hip: a ROCm build
+    bootstrap: Optional[str] = None  # this package's version
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,9 @@ def detect() -> Found:
         cpus_usable=usable_cpus(),
         cpu_affinity=cpu_affinity(),
         hip=getattr(torch.version, "hip", None),
+        bootstrap=_package_version(),
     )
+
 
 
 def usable_cpus() -> int:
@@ -187,3 +190,9 @@ def openmp_runtimes() -> tuple:
         return ()
     return tuple(name for name in OPENMP_RUNTIMES if f"/{name}" in loaded or f"{name}-" in loaded or
                  f"{name}." in loaded)
+
+
+def _package_version() -> str:
+    from bootstrap import __version__
+
+    return __version__

@@ -176,7 +176,7 @@ def run_interruptibly(work: Callable[[], T], discard: Callable[[T], None], name:
     return worker.result  # type: ignore[return-value]
 
 
-def _check_no_abandoned_rendezvous() -> None:
+def check_no_abandoned_rendezvous() -> None:
     _abandoned[:] = [w for w in _abandoned if not w.finished.is_set()]
     if _abandoned:
         raise BootstrapError(
@@ -184,8 +184,38 @@ def _check_no_abandoned_rendezvous() -> None:
             "env.distributed.timeout_s) and may hold MASTER_PORT. Start the job in a new process.")
 
 
+def in_use() -> bool:
+    """Is there a default process group already (a framework's, the app's)? Imports nothing new."""
+    import sys
+
+    dist = sys.modules.get("torch.distributed")
+    return dist is not None and dist.is_available() and dist.is_initialized()
+
+
+def default_store():
+    """The default group's store, which its ranks share (the rank agreement and failures use it)."""
+    import torch.distributed as dist
+
+    return dist.distributed_c10d._get_default_store()
+
+
+def rendezvous_store(launch: Launch, timeout_s: int, for_group: bool):
+    """The store ``init_method="env://"`` would make, made before the group so that the ranks can compare
+    how they started first: a client of torchrun's agent store where torchrun offers it
+    (TORCHELASTIC_USE_AGENT_STORE), else hosted by rank 0 at MASTER_ADDR:MASTER_PORT (only ``for_group``:
+    the group it is made for takes it over). Blocks until rank 0's store is up."""
+    import torch.distributed as dist
+
+    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    if not (agent or for_group):
+        raise ValueError("no store to join: no agent store, and no process group to host one for")
+    return dist.TCPStore(launch.master_addr or "127.0.0.1", int(launch.master_port), launch.world_size,
+                         is_master=not agent and launch.rank == 0, timeout=datetime.timedelta(seconds=timeout_s),
+                         multi_tenant=not agent)
+
+
 def _make_group(state: GroupState, launch: Launch, backend: str, timeout_s: int, device: str,
-                mesh_shape: Optional[Dict[str, int]]) -> ProcessGroup:
+                mesh_shape: Optional[Dict[str, int]], store=None) -> ProcessGroup:
     """The blocking part of :func:`start`; runs in the rendezvous thread."""
     import torch
     import torch.distributed as dist
@@ -195,7 +225,8 @@ def _make_group(state: GroupState, launch: Launch, backend: str, timeout_s: int,
     group = ProcessGroup(state, backend=backend)
     if state is GroupState.CREATED:
         # A 1-rank group needs no rendezvous: an in-memory store, no port to pick.
-        kwargs = {"store": dist.HashStore()} if launch.world_size == 1 else {"init_method": "env://"}
+        kwargs = {"store": dist.HashStore()} if launch.world_size == 1 else \
+            {"store": store} if store is not None else {"init_method": "env://"}
         if device.startswith("cuda"):
             kwargs["device_id"] = torch.device(device)  # NCCL starts eagerly, not at the first collective
         dist.init_process_group(backend=backend, rank=launch.rank, world_size=launch.world_size,
@@ -215,12 +246,13 @@ def _make_group(state: GroupState, launch: Launch, backend: str, timeout_s: int,
 
 
 def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape: Optional[Dict[str, int]],
-          create: bool) -> ProcessGroup:
+          create: bool, store=None) -> ProcessGroup:
     """Create the process group (or adopt an existing one) and build the mesh.
 
     The wait for the other ranks runs in a daemon thread (see :func:`run_interruptibly`):
     Ctrl-C, or SIGTERM once the session has made it SystemExit, ends the wait at once
     and propagates from here, with no group left behind, now or when the peers arrive.
+    ``store``: the one :func:`rendezvous_store` made for the rank agreement (None: env://).
     """
     import torch
     import torch.distributed as dist
@@ -232,12 +264,12 @@ def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape:
         state, backend = GroupState.EXISTING, str(dist.get_backend())
     elif create:
         state = GroupState.CREATED
-        _check_no_abandoned_rendezvous()
+        check_no_abandoned_rendezvous()
     else:
         return ProcessGroup(GroupState.NONE)
     if state is GroupState.EXISTING and not mesh_shape:
         return ProcessGroup(state, backend=backend)
-    return run_interruptibly(lambda: _make_group(state, launch, backend, timeout_s, device, mesh_shape),
+    return run_interruptibly(lambda: _make_group(state, launch, backend, timeout_s, device, mesh_shape, store),
                              ProcessGroup.teardown, "bootstrap-rendezvous")
 
 

@@ -31,6 +31,10 @@ class LintError(BootstrapError):
     """With ``lint: error``, the preset sets a variable that is read by nothing, or renamed."""
 
 
+class DisagreementError(BootstrapError):
+    """With ``distributed.agree: error``, the ranks differ in what collectives depend on (the message names them)."""
+
+
 class JobRefused(BaseException):
     """Stops a job inside a Ray worker, where ``SystemExit`` would not do.
 

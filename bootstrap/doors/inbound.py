@@ -64,6 +64,17 @@ def parse_json(text: str, what: str = "the file") -> Any:
         raise Unreadable(f"{what}: not JSON") from None
 
 
+def parse_json_bytes(data: bytes, limit: int, what: str) -> Any:
+    """Bytes a peer sent (a value in a process group's store), as strict JSON of at most ``limit`` bytes."""
+    if len(data) > limit:
+        raise Unreadable(f"{what}: larger than {limit} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Unreadable(f"{what}: not UTF-8 text") from None
+    return parse_json(text, what)
+
+
 def read_json(path: Path, limit: int = MAX_TEXT_BYTES) -> Any:
     return parse_json(read_text(path, limit), Path(path).name)
 

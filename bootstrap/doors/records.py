@@ -55,6 +55,7 @@ class Found(_Section):
     cuda: Optional[str] = None
     nccl: Optional[str] = None
     cudnn: Optional[str] = None
+    bootstrap: Optional[str] = None  # this package's version
     compute_capability: Optional[str] = None
     gpus: Count = 0
     gpu_names: List[str] = field(default_factory=list)
@@ -127,6 +128,43 @@ class GroupAtEnd(_Section):
 
 
 @_section
+class ValueGroup(_Section):
+    """One value of a key the ranks disagree on, and the ranks that hold it."""
+
+    value: str  # masked; "unset" where the variable is not set
+    ranks: List[Count] = field(default_factory=list)  # the ranks named (rank 0 and the odd ones)
+    hosts: List[str] = field(default_factory=list)  # their hosts, in the same order
+    others: Count = 0  # ranks that hold it too without being named (they agreed with rank 0)
+
+
+@_section
+class Difference(_Section):
+    """One entry of ``distributed.agreement.differences``."""
+
+    name: str  # a fingerprint key: version.torch, var.NCCL_ALGO, threads.intra_op, ...
+    kind: str  # why it matters: version | preset | device | collective | numerics | speed | logging
+    stops: bool  # under agree=error this difference stops the job
+    values: List[ValueGroup] = field(default_factory=list)
+
+
+@_section
+class Agreement(_Section):
+    """``distributed.agreement``: did the ranks start alike (docs/distributed.md#ranks-that-disagree)."""
+
+    status: str = "not_checked"  # agreed | differs | stopped | off | single | not_checked
+    policy: Optional[str] = None  # env.distributed.agree: error | warn | off
+    via: Optional[str] = None  # store | group_store | rank0_report
+    when: Optional[str] = None  # the moment of the comparison, in words
+    ranks: Optional[Count] = None  # the world compared
+    host: Optional[str] = None  # this rank's host, as the other ranks' messages name it
+    digest: Optional[str] = None  # sha256 of this rank's fingerprint (secrets masked)
+    fingerprint: Dict[str, str] = field(default_factory=dict)  # what must agree; secrets masked
+    differences: List[Difference] = field(default_factory=list)
+    message: Optional[str] = None  # what the job logged or stopped with
+    note: Optional[str] = None  # why it was not compared
+
+
+@_section
 class Distributed(_Section):
     """``distributed``: how the process was launched, the group, and after a failure under a group the dumps."""
 
@@ -145,6 +183,7 @@ class Distributed(_Section):
     mesh: Optional[Dict[str, Count]] = None
     group_at_end: Optional[GroupAtEnd] = None
     hang: Optional[Dict[str, Any]] = None  # bootstrap.distributed.hang's findings, as it writes them
+    agreement: Optional[Agreement] = None  # null in a report written before the check existed, and in a preview
 
 
 @_section
@@ -179,6 +218,7 @@ class Report(_Section):
 
     schema_version: int = SCHEMA_VERSION
     preset: Optional[str] = None
+    preset_digest: Optional[str] = None  # sha256 of the validated preset (secrets masked): same digest, same preset
     resolved: Optional[Resolved] = None
     overrides: List[str] = field(default_factory=list)
     device: Optional[str] = None

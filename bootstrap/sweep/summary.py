@@ -48,12 +48,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from bootstrap.core import facts
 from bootstrap.core.report import JobStatus
 from bootstrap.doors import inbound, outbound, records
 from bootstrap.doors.inbound import Unreadable
 from bootstrap.doors.masking import masked_line, masked_override
 from bootstrap.doors.records import Report
 from bootstrap.doors.textenum import TextEnum
+from bootstrap.sweep import environments
 
 CSV_NAME = "sweep_summary.csv"
 MD_NAME = "sweep_summary.md"
@@ -97,6 +99,7 @@ class Row:
     metrics: Dict[str, float] = field(default_factory=dict)
     best: bool = False
     reason: str = ""  # why the row is unreadable: "bootstrap.json: job.num: not a whole number ..."
+    environment: Dict[str, str] = field(default_factory=dict, compare=False)  # rank 0's (facts.environment)
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,7 @@ def row_from_reports(job_dir: "os.PathLike[str] | str", reports: List[Report],
         intra_op=first.threads.intra_op,
         inter_op=first.threads.inter_op,
         metrics=first.job.metrics or {},
+        environment=facts.environment(first),
     )
 
 
@@ -424,6 +428,7 @@ def write(sweep_dir: Path, objective: Optional[str] = None, mode: Optional[str] 
     rows = rank([_read_job(job_dir, names).row for job_dir, names in found], objective, mode, directions)
     if rows:
         markdown = to_markdown(rows) + _reasons(rows) + no_best_note(rows, objective, directions)
+        markdown += environments.note([(r.job, r.environment) for r in sorted(rows, key=lambda r: job_order(r.job))])
     else:
         markdown = f"No job of this sweep left a directory in {sweep_dir}: nothing to compare.\n"
     if older:

@@ -24,11 +24,14 @@ def test_torchrun_two_ranks_share_one_directory_and_all_reduce(tmp_path):
     reports = [json.loads((run_dir / f"bootstrap.rank{r}.json").read_text()) for r in (0, 1)]
     assert not (run_dir / "bootstrap.json").exists()
     for rank, report in enumerate(reports):
-        assert report["distributed"] | {"master_port": None, "job_id": None} == {
+        agreement = report["distributed"]["agreement"]  # compared through torchrun's store before the group
+        assert (agreement["status"], agreement["via"], agreement["when"]) == (
+            "agreed", "store", "before the process group")
+        assert report["distributed"] | {"master_port": None, "job_id": None, "agreement": None} == {
             "launcher": "torchrun", "rank": rank, "local_rank": rank, "world_size": 2, "local_world_size": 2,
             "node_rank": 0, "job_id": None,
             "master_addr": "localhost", "master_port": None, "backend": "gloo", "process_group": "created",
-            "teardown": "destroyed", "mesh": {"dp": 2}, "hang": None,  # a healthy run: no dumps
+            "teardown": "destroyed", "mesh": {"dp": 2}, "hang": None, "agreement": None,  # a healthy run: no dumps
             "group_at_end": {"owner": "bootstrap", "backend": "gloo", "world_size": 2, "rank": rank}}
         assert not list(run_dir.glob("comm_lib_trace_rank_*"))
         assert report["threads"]["intra_op"] == max(1, len(os.sched_getaffinity(0)) // 2)

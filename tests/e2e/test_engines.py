@@ -91,6 +91,8 @@ def test_mpirun_starts_two_ranks_that_train_as_one_world(tmp_path):
         # mpirun binds each of 2 ranks to a core of its own: its usable CPUs are its own, not shared.
         assert report["threads"]["intra_op"] == report["found"]["cpus_usable"], report["threads"]
         assert report["vars"]["OMP_NUM_THREADS"]["value"] == str(report["threads"]["intra_op"])
+        # rank 0 hosted the store, the ranks compared through it, and the group then used it
+        assert (dist["agreement"]["status"], dist["agreement"]["via"]) == ("agreed", "store")
     assert len({r["distributed"]["master_port"] for r in runs}) == 1
     assert_trained_together(runs)
 
@@ -119,6 +121,7 @@ def test_a_two_pod_pytorchjob_rehearsed_forms_one_world(tmp_path):
         dist = report["distributed"]
         assert (dist["launcher"], dist["rank"], dist["node_rank"], dist["local_world_size"],
                 dist["process_group"]) == ("kubeflow", index, index, 1, "created"), dist
+        assert dist["agreement"]["status"] == "agreed", dist["agreement"]
         assert report["threads"]["intra_op"] == report["found"]["cpus_usable"]  # a pod's CPUs are its own
     assert_trained_together(runs)
 
@@ -135,6 +138,9 @@ def test_ray_train_workers_are_recognised_and_its_group_is_left_alone(tmp_path):
         assert (dist["launcher"], dist["rank"], dist["world_size"], dist["process_group"], dist["teardown"]) == \
             ("ray", rank, 2, "existing", "left"), dist
         assert dist["group_at_end"]["owner"] == "framework"
+        agreement = dist["agreement"]  # Ray made the group first: compared through its store, and said so
+        assert (agreement["status"], agreement["via"]) == ("agreed", "group_store"), agreement
+        assert agreement["when"] == "after the process group, which ray made before the job started"
         seen = json.loads((out / f"seen.rank{rank}.json").read_text())
         assert seen["sum"] == 3.0  # Ray's group still worked after the bootstrap closed
         assert report["threads"]["intra_op"] == seen["threads"] == 1  # the one CPU Ray gave each worker

@@ -246,3 +246,30 @@ def test_the_apps_own_seed_is_recorded(number_run):
     # The bootstrap seeds with env.seed (0); then the app calls L.seed_everything(12345).
     seed = number_run.report()["seed"]
     assert seed["value"] == 0 and seed.get("task_seed") == 12345, seed
+
+
+# -- ranks that disagree: Lightning starts rank 1 itself, which compares with rank 0's report ---------
+def test_ddp_rank1_compares_itself_with_rank0s_report(ddp_run):
+    rank0, rank1 = (ddp_run.report(name)["distributed"]["agreement"] for name in ("bootstrap.json",
+                                                                                   "bootstrap.rank1.json"))
+    assert rank0["status"] == "single" and rank0["fingerprint"]  # rank 0 could not know; it leaves its fingerprint
+    assert (rank1["status"], rank1["via"]) == ("agreed", "rank0_report"), rank1
+
+
+def test_ddp_a_variable_the_task_exports_before_fit_stops_rank1_and_lightning_ends_rank0(tmp_path):
+    # Rank 0's task exports it after rank 0's bootstrap ran; the rank Lightning starts inherits it.
+    run = run_app(tmp_path / "run", *BOOTSTRAP, *DDP, "+exports.NCCL_ALGO=Ring")
+    assert run.returncode not in (0, None), run.tail()  # ended, not hung: Lightning kills rank 0 when rank 1 exits
+    assert "odd one out: rank 1 (" in run.stderr and "NCCL_ALGO=Ring; rank 0 (" in run.stderr, run.tail()
+    report = run.report("bootstrap.rank1.json")
+    agreement = report["distributed"]["agreement"]
+    assert (report["job"]["status"], agreement["status"], agreement["via"]) == (
+        "check_failed", "stopped", "rank0_report")
+    assert [d["name"] for d in agreement["differences"]] == ["var.NCCL_ALGO"]
+
+
+def test_ddp_a_logging_variable_exported_before_fit_warns_and_trains(tmp_path):
+    run = run_app(tmp_path / "run", *BOOTSTRAP, *DDP, "+exports.NCCL_DEBUG=WARN")
+    assert_ok(run)
+    agreement = run.report("bootstrap.rank1.json")["distributed"]["agreement"]
+    assert agreement["status"] == "differs" and [d["kind"] for d in agreement["differences"]] == ["logging"]

@@ -12,6 +12,7 @@ It does not enable the bootstrap itself; a user does, from the command line:
 
 import json
 import logging
+import os
 from typing import Any, Dict, Union
 
 import hydra
@@ -23,6 +24,7 @@ log = logging.getLogger(__name__)
 
 
 def train(cfg: DictConfig) -> Dict[str, Any]:
+    os.environ.update({name: str(value) for name, value in cfg.exports.items()})  # the ranks it starts inherit them
     L.seed_everything(cfg.seed, workers=True)
     datamodule = TeacherDataModule(**cfg.data)
     model = Regressor(features=cfg.data.features, **cfg.model)

@@ -14,17 +14,18 @@ from bootstrap.doors.records import Report, read_report, report_names, report_pa
 
 # Every field the bootstrap writes, each section with its keys in the order they are written.
 SECTIONS = {
-    "found": ["python", "torch", "cuda", "nccl", "cudnn", "compute_capability", "gpus", "gpu_names", "cpus",
-              "cpus_usable", "cpu_affinity"],
+    "found": ["python", "torch", "cuda", "nccl", "cudnn", "bootstrap", "compute_capability", "gpus", "gpu_names",
+              "cpus", "cpus_usable", "cpu_affinity"],
     "threads": ["intra_op", "inter_op", "requested", "applied"],
     "torch": ["matmul_precision", "cudnn_allow_tf32", "cudnn_benchmark", "deterministic", "detect_anomaly"],
     "distributed": ["launcher", "rank", "local_rank", "world_size", "local_world_size", "node_rank", "master_addr",
-                    "master_port", "job_id", "backend", "process_group", "teardown", "mesh", "group_at_end", "hang"],
+                    "master_port", "job_id", "backend", "process_group", "teardown", "mesh", "group_at_end", "hang",
+                    "agreement"],
     "seed": ["value", "global_seed", "generators", "data_seed", "task_seed"],
     "timings": ["bootstrap_s", "started_ns"],
 }
-TOP = ["schema_version", "preset", "resolved", "overrides", "device", "found", "checks", "lint", "vars", "threads",
-       "torch", "distributed", "seed", "warnings", "timings", "job"]
+TOP = ["schema_version", "preset", "preset_digest", "resolved", "overrides", "device", "found", "checks", "lint",
+       "vars", "threads", "torch", "distributed", "seed", "warnings", "timings", "job"]
 
 
 @pytest.fixture(scope="module")

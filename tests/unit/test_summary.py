@@ -81,3 +81,57 @@ def test_a_job_that_never_wrote_its_report_still_gets_a_row(tmp_path):
     (row,) = summary_rows(tmp_path)
     assert (row["job"], row["status"]) == ("7", "no report")
     assert row["overrides"] == "env=cpu_debug +env.vars.HF_TOKEN=***"
+
+
+# -- jobs that ran in different environments (bootstrap/sweep/environments.py) ----------------------
+def _sweep_of(tmp_path, environments):
+    """A sweep directory whose job N ran with ``environments[N]``: found versions, CPUs and inherited variables."""
+    import json
+
+    for num, (torch_version, cpus, inherited) in enumerate(environments):
+        job_dir = tmp_path / str(num)
+        (job_dir / ".hydra").mkdir(parents=True)
+        (job_dir / ".hydra" / "overrides.yaml").write_text(f"- env.threads.intra_op={num + 1}\n")
+        report = {"preset": "cpu_debug", "overrides": [f"env.threads.intra_op={num + 1}"],
+                  "found": {"python": "3.11.7", "torch": torch_version, "cpus": cpus},
+                  "vars": {"OMP_NUM_THREADS": {"value": str(num + 1), "source": "override", "effective": False}},
+                  "threads": {"intra_op": num + 1, "inter_op": 1},
+                  "distributed": {"agreement": {"status": "single", "fingerprint": {
+                      "var.OMP_NUM_THREADS": str(num + 1), **{f"var.{k}": v for k, v in inherited.items()}}}},
+                  "job": {"num": num, "status": "completed", "metrics": {"samples_per_s": 1.0}}}
+        (job_dir / "bootstrap.json").write_text(json.dumps(report))
+    return tmp_path
+
+
+def test_jobs_that_differ_only_in_their_overrides_get_no_environment_note(tmp_path):
+    from bootstrap.sweep import summary
+
+    markdown = summary.write(_sweep_of(tmp_path, [("2.13.0", 8, {"NCCL_DEBUG": "WARN"})] * 3))
+    assert "different environments" not in markdown  # OMP_NUM_THREADS and the threads are each job's own
+
+
+def test_jobs_that_ran_in_different_environments_are_named_with_what_differs(tmp_path):
+    from bootstrap.sweep import summary
+
+    token = "hf_" + "b" * 30
+    markdown = summary.write(_sweep_of(tmp_path, [
+        ("2.13.0", 8, {}), ("2.13.0", 8, {"NCCL_DEBUG": "INFO", "HF_TOKEN": token}),
+        ("2.12.0", 16, {"NCCL_DEBUG": "INFO"}), ("2.13.0", 8, {"NCCL_DEBUG": "INFO"})]))
+    note = markdown[markdown.index("Jobs ran in different environments"):]
+    assert "- torch: 2.13.0 in jobs 0, 1, 3; 2.12.0 in job 2" in note
+    assert "- CPUs: 8 in jobs 0, 1, 3; 16 in job 2" in note
+    assert "- NCCL_DEBUG: INFO in jobs 1, 2, 3; unset in job 0" in note
+    assert "- HF_TOKEN: unset in jobs 0, 2, 3; *** in job 1" in note and token not in markdown
+    assert "OMP_NUM_THREADS" not in note and "python" not in note  # an override's, and alike everywhere
+
+
+def test_the_environment_note_is_bounded_however_many_jobs_and_facts_differ():
+    from bootstrap.sweep import environments
+
+    jobs = [(str(n), {f"VAR_{k}": f"{n % 7}" + "v" * 500 for k in range(40)}) for n in range(1000)]
+    note = environments.note(jobs)
+    lines = note.strip().splitlines()
+    assert len(lines) == 1 + environments.MAX_KEYS + 1 and lines[-1].startswith("- and 28 more differing facts")
+    assert all(len(line) < 1500 for line in lines)
+    assert "and 135 more" in lines[1] and "3 other values in 428 jobs" in lines[1]
+    assert environments.note(jobs[:1]) == "" and environments.note([]) == ""

@@ -1,0 +1,205 @@
+"""``bootstrap diff A B``: what differs between two runs, by section (:mod:`bootstrap.core.facts`).
+
+A and B are run directories or report files. A run directory of several ranks compares the same rank of
+each (rank 0 unless ``--rank N``). ``--here`` compares A with what this machine would do now: the doctor's
+preview, with A's own overrides unless others are given. What differs between any two runs (times, job
+number, status, metrics) is left out unless ``--all``.
+
+Exit status: 0 the same, 1 they differ, 2 bad usage or a report that cannot be read.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from bootstrap.core import facts as job_facts
+from bootstrap.doors import outbound, records
+from bootstrap.doors.inbound import Unreadable
+from bootstrap.doors.masking import MASK, masked, masked_text
+
+TITLES = {"versions": "versions", "variables": "variables (with their sources)", "threads": "threads and CPUs",
+          "launch": "launcher and world", "preset": "preset", "seeds": "seeds", "torch": "torch settings",
+          "lint": "lint findings", job_facts.ALWAYS_DIFFERS: "what differs between any two runs"}
+UNSET = "unset"
+MAX_VALUE = 160  # characters of one value on a line; the rest is cut ("...")
+HERE = "here (bootstrap doctor's preview)"
+
+
+class Usage(Exception):
+    """Bad usage or an unreadable input: exit 2 with this one-line message."""
+
+
+def _parser() -> outbound.ArgumentParser:
+    parser = outbound.ArgumentParser(
+        prog="bootstrap diff", description="Show what differs between two runs: versions, variables and their "
+                                           "sources, threads, launcher, preset, seeds, torch settings, lint findings.")
+    parser.add_argument("a", metavar="A", help="a run directory or a report file (bootstrap.json)")
+    parser.add_argument("rest", nargs="*", metavar="B",
+                        help="the other run directory or report; with --here, Hydra overrides instead (default: A's)")
+    parser.add_argument("--here", action="store_true", help="compare A with what this machine would do now")
+    parser.add_argument("--rank", type=int, default=0, help="the rank to compare in a run of several (default 0)")
+    parser.add_argument("--all", action="store_true", help="also show what differs between any two runs "
+                                                           "(times, job number, status, metrics)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--config-path", help="with --here: the app's config directory (as bootstrap doctor)")
+    parser.add_argument("--config-name", default=None, help="with --here: the app's primary config")
+    parser.add_argument("--module", default=None, help="with --here: import this module first (as bootstrap doctor)")
+    return parser
+
+
+# -- finding the reports ---------------------------------------------------------------------------
+def _job_dirs(directory: Path) -> List[Path]:
+    """The job directories right below a sweep directory (each holds Hydra's ``.hydra``)."""
+    try:
+        return sorted((entry for entry in directory.iterdir() if (entry / ".hydra").is_dir()),
+                      key=lambda entry: (not entry.name.isdigit(), len(entry.name), entry.name))
+    except OSError:
+        return []
+
+
+def report_path(given: str, rank: int) -> Path:
+    """The report ``given`` names: itself, or in a run directory the report of ``rank``."""
+    path = Path(given)
+    try:
+        is_dir, exists = path.is_dir(), path.exists() or path.is_symlink()
+    except (OSError, ValueError):  # a name with a NUL, a path too long
+        raise Usage(f"{given!r}: not a path that can be read") from None
+    if not exists:
+        raise Usage(f"{given}: no such file or directory")
+    if not is_dir or path.name == records.REPORT_NAME:  # a directory named bootstrap.json is read, and refused
+        return path
+    names = [p.name for p in records.report_paths(path)]
+    if not names:
+        jobs = _job_dirs(path)
+        hint = f"job directories, not a report (a sweep?): name one job's directory, e.g. {jobs[0]}" if jobs else \
+            "no bootstrap.json or bootstrap.rank<N>.json in it"
+        raise Usage(f"{given}: {hint}")
+    for name in (f"bootstrap.rank{rank}.json", records.REPORT_NAME if rank == 0 else None):
+        if name in names:
+            return path / name
+    ranks = sorted({0 if n == records.REPORT_NAME else int(n[len("bootstrap.rank"):-len(".json")]) for n in names})
+    raise Usage(f"{given}: no report of rank {rank} (ranks here: {', '.join(map(str, ranks))}); choose one with --rank")
+
+
+def _read(given: str, rank: int) -> Tuple[Path, records.Report]:
+    path = report_path(given, rank)
+    try:
+        return path, records.read_report(path)
+    except Unreadable as error:
+        raise Usage(f"{given}: cannot be read ({error})") from None
+
+
+def _here(a_report: records.Report, args) -> records.Report:
+    """The doctor's preview with ``args.rest`` as overrides, or A's own."""
+    from bootstrap.core import compose, jobconfig
+
+    overrides = list(args.rest) if args.rest else list(a_report.overrides)
+    masked_ones = [o for o in overrides if MASK in o]
+    if not args.rest and masked_ones:
+        raise Usage(f"A's override {masked_ones[0]} holds a masked secret, so it cannot be replayed: "
+                    "give the overrides after A (python -m bootstrap diff A --here OVERRIDES)")
+    outbound.remember_overrides(overrides)
+    config_dir = None if args.config_path is None else Path(args.config_path)
+    if config_dir is not None and not config_dir.is_dir():
+        raise Usage(f"--config-path {args.config_path}: no such directory")
+    try:
+        with compose.app_config(config_dir, args.config_name, overrides, args.module) as cfg:
+            report, _ = jobconfig.preview(cfg)
+    except Exception as error:  # noqa: BLE001 - any config gets a message and exit 2, never a traceback
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise Usage(masked_text(f"cannot preview this machine: {first}", overrides)) from None
+    report.distributed.agreement = records.Agreement(fingerprint=_known_here())
+    return report
+
+
+def _known_here() -> Dict[str, str]:
+    """The known variables set in this process's environment, masked, as a job's fingerprint holds them."""
+    from bootstrap.variables.agreement import known_set
+
+    return {f"var.{name}": masked(name, value) for name, value in known_set(os.environ).items()}
+
+
+# -- comparing -------------------------------------------------------------------------------------
+def compare(a: job_facts.Facts, b: job_facts.Facts, every: bool = False) -> Dict[str, List[Dict[str, str]]]:
+    """``{section: [{"name", "a", "b"}]}`` for each fact whose values differ; unset shows as ``unset``.
+    (``name``, not ``key``: the JSON door masks any value under a secret-looking key, and "key" is one.)"""
+    result = {}
+    for section in (*job_facts.SECTIONS, *([job_facts.ALWAYS_DIFFERS] if every else [])):
+        left, right = a.get(section, {}), b.get(section, {})
+        keys = list(dict.fromkeys([*left, *right]))
+        rows = [{"name": key, "a": left.get(key, UNSET), "b": right.get(key, UNSET)} for key in keys
+                if left.get(key) != right.get(key)]
+        if rows:
+            result[section] = rows
+    return result
+
+
+def _without_preview_gaps(found: job_facts.Facts) -> job_facts.Facts:
+    return {section: {key: value for key, value in values.items() if (section, key) not in job_facts.NOT_IN_PREVIEW}
+            for section, values in found.items()}
+
+
+def _cut(value: str) -> str:
+    value = outbound.clean(value, one_line=True)  # masked before it is cut: a cut secret would not be found
+    return value if len(value) <= MAX_VALUE else value[:MAX_VALUE - 3] + "..."
+
+
+def format_text(a: str, b: str, differences: Dict[str, List[Dict[str, str]]], every: bool) -> str:
+    """A header per section, then ``key: A-value -> B-value`` aligned, one line each; the count last."""
+    shown = {section: [(f"{_cut(row['name'])}:", _cut(row["a"]), _cut(row["b"])) for row in rows]
+             for section, rows in differences.items()}
+    every_row = [row for rows in shown.values() for row in rows]
+    key_width = max((len(key) for key, _, _ in every_row), default=0)
+    a_width = max((len(left) for _, left, _ in every_row), default=0)
+    lines = [f"A: {a}", f"B: {b}"]
+    for section, rows in shown.items():
+        lines += ["", TITLES[section]]
+        lines += [f"  {key.ljust(key_width)} {left.ljust(a_width)} -> {right}" for key, left, right in rows]
+    count = len(every_row)
+    left_out = "" if every else " (times, job number, status and metrics left out; --all shows them)"
+    lines += ["", (f"{count} difference{'s' if count != 1 else ''}" if count else "no differences") + left_out]
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    a_path, a_report = _read(args.a, args.rank)
+    a_facts = job_facts.facts(a_report, a_path.parent)
+    if args.here:
+        b_name, b_facts = HERE, job_facts.facts(_here(a_report, args))
+        a_facts, b_facts = _without_preview_gaps(a_facts), _without_preview_gaps(b_facts)
+    else:
+        if len(args.rest) != 1:
+            raise Usage("give two runs: python -m bootstrap diff A B (or A --here)")
+        b_path, b_report = _read(args.rest[0], args.rank)
+        b_name, b_facts = str(b_path), job_facts.facts(b_report, b_path.parent)
+    differences = compare(a_facts, b_facts, args.all)
+    try:
+        if args.json:
+            outbound.say_json({"a": str(a_path), "b": b_name, "same": not differences, "sections": differences})
+        else:
+            outbound.say(format_text(str(a_path), b_name, differences, args.all))
+    except BrokenPipeError:  # `bootstrap diff A B | head`: the reader has gone, which is not an error here
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stdout's descriptor: no second error when Python flushes
+    return 1 if differences else 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    try:
+        args = _parser().parse_intermixed_args(argv)  # A --here OVERRIDES: options anywhere
+    except SystemExit as stop:  # argparse's usage error (2) or --help (0), already said
+        return int(stop.code or 0)
+    if args.rank < 0:
+        outbound.say("bootstrap diff: --rank must be 0 or more", err=True)
+        return 2
+    try:
+        return run(args)
+    except Usage as error:
+        outbound.say(f"bootstrap diff: {error}", err=True, one_line=True)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""Do the ranks start alike? Each rank's fingerprint, compared with rank 0's before anything can hang on it.
+
+The fingerprint holds what must be the same on every rank (docs/distributed.md#ranks-that-disagree):
+the versions, the preset's name and digest, the device type, the threads, the torch settings, every
+known variable set in the rank's environment with its final value, and the debug level torch runs
+at (``torch.distributed.get_debug_level()``, which can differ from the variable's text). What
+legitimately differs per rank is left out: rank numbers, the local device, the host, the
+launcher's own variables and the variables the table marks ``per_rank``.
+
+Each key has a kind (:func:`kind_of`). Under ``env.distributed.agree=error`` a difference of kind
+version, preset, device or collective stops the job on every rank, since every rank sees the same
+differences and so makes the same decision; the others warn. The comparison itself runs through
+a store (:mod:`bootstrap.distributed.agree_store`), or against rank 0's report where a framework
+starts the ranks itself (Lightning). :func:`check` picks the way; the rest is pure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from bootstrap.doors import records
+from bootstrap.doors.errors import PRESET, BootstrapError
+from bootstrap.doors.masking import MASK, masked
+from bootstrap.doors.textenum import TextEnum
+
+
+class Status(TextEnum):
+    """``distributed.agreement.status``."""
+
+    AGREED = "agreed"
+    DIFFERS = "differs"  # differences that only warn (or agree=warn): recorded, the job runs
+    STOPPED = "stopped"  # a difference that stops, under agree=error: the task did not run
+    OFF = "off"  # env.distributed.agree=off
+    SINGLE = "single"  # one rank: nothing to compare (the fingerprint is recorded for a framework's later ranks)
+    NOT_CHECKED = "not_checked"  # no store and no report to compare with: `note` says why
+
+
+STOPPING = ("version", "preset", "device", "collective")
+SECRET = "\0secret:"  # a secret's place in a fingerprint sent to peers: an HMAC, never shown
+MAX_SHOWN = 200  # characters of one value in a message
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What this rank starts with, before any peer is asked."""
+
+    versions: Mapping[str, Optional[str]]  # python, torch, cuda, cudnn, nccl, bootstrap
+    preset: str
+    preset_digest: str
+    device_type: str
+    intra_op: int
+    inter_op: int
+    torch: Mapping[str, Any]  # each env.torch setting as applied
+    debug_level: Optional[str]  # torch.distributed.get_debug_level(), None without torch.distributed
+
+
+def fingerprint(facts: Facts, environ: Mapping[str, str],
+                secret: Callable[[str], str] = lambda value: MASK) -> Dict[str, str]:
+    """Key -> value text. ``secret`` turns a secret's value into what is compared: the report's
+    fingerprint masks it; the one sent to peers holds an HMAC keyed by the run's salt."""
+    from bootstrap.variables.agreement import known_set
+
+    prints = {f"version.{name}": value for name, value in facts.versions.items() if value is not None}
+    prints.update({"preset.name": facts.preset, "preset.digest": facts.preset_digest,
+                   "device.type": facts.device_type, "threads.intra_op": str(facts.intra_op),
+                   "threads.inter_op": str(facts.inter_op)})
+    prints.update({f"torch.{name}": str(value) for name, value in facts.torch.items()})
+    if facts.debug_level is not None:
+        prints["effective.distributed_debug"] = facts.debug_level
+    for name, value in known_set(environ).items():
+        shown = masked(name, value)
+        prints[f"var.{name}"] = value if shown == value else secret(value)
+    return prints
+
+
+def salted(salt: str) -> Callable[[str], str]:
+    """A secret as peers compare it: an HMAC keyed by this run's salt, meaningless outside the run."""
+    return lambda value: SECRET + hmac.new(salt.encode(), value.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def digest(prints: Mapping[str, str]) -> str:
+    return "sha256:" + hashlib.sha256(json.dumps(dict(prints), sort_keys=True).encode()).hexdigest()[:16]
+
+
+# -- what a difference means ---------------------------------------------------------------------
+_TORCH_SPEED = ("cudnn_benchmark", "detect_anomaly")
+
+
+def kind_of(key: str) -> str:
+    """Why a key matters: version | preset | device | collective | numerics | speed | logging."""
+    group, _, name = key.partition(".")
+    if group in ("version", "preset", "device"):
+        return group
+    if group == "effective":  # the debug level torch runs at: it adds a wrapper's collectives
+        return "collective"
+    if group == "threads" or (group == "torch" and name in _TORCH_SPEED):
+        return "speed"
+    if group == "torch":
+        return "numerics"
+    from bootstrap.variables.agreement import kind_of as variable_kind
+
+    return variable_kind(name) or "speed"
+
+
+def label(key: str) -> str:
+    """A key as a user knows it."""
+    group, _, name = key.partition(".")
+    return {"var": name, "version": name, "threads": f"{PRESET}.threads.{name}", "torch": f"{PRESET}.torch.{name}",
+            "effective": "torch.distributed.get_debug_level()", "device": f"{PRESET}.device"}.get(
+        group, "preset" if key == "preset.name" else "preset digest")
+
+
+def shown(key: str, value: Optional[str]) -> str:
+    if value is None:
+        return "unset"
+    if value.startswith(SECRET):
+        return MASK
+    text = masked(key.partition(".")[2], value) if key.startswith("var.") else value
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
+
+
+def differences(reference: Mapping[str, str], reference_host: str, odd: Sequence[Any], odd_count: int,
+                world_size: int, policy: str) -> List[records.Difference]:
+    """Each key some rank differs on, its values grouped with the ranks that hold them. ``odd``: the
+    differing ranks' records (``rank``, ``host``, ``values``: their values where they differ)."""
+    keys = sorted({key for record in odd for key in record.values})
+    found = []
+    for key in keys:
+        groups: Dict[Optional[str], records.ValueGroup] = {}
+        same = groups[reference.get(key)] = records.ValueGroup(value=shown(key, reference.get(key)), ranks=[0],
+                                                               hosts=[reference_host])
+        same.others = world_size - 1 - odd_count  # ranks never read: they agreed with rank 0 on everything
+        for record in odd:
+            value = record.values[key] if key in record.values else reference.get(key)
+            group = groups.setdefault(value, records.ValueGroup(value=shown(key, value)))
+            group.ranks.append(record.rank)
+            group.hosts.append(record.host)
+        kind = kind_of(key)
+        found.append(records.Difference(name=key, kind=kind, stops=policy == "error" and kind in STOPPING,
+                                        values=sorted(groups.values(), key=lambda g: (0 in g.ranks, len(g.ranks)))))
+    return found
+
+
+def _ranks(ranks: Sequence[int], hosts: Sequence[str], others: int = 0) -> str:
+    named = ", ".join(f"{rank} ({host})" for rank, host in zip(ranks, hosts, strict=True))
+    return f"rank{'s' if len(ranks) + others > 1 else ''} {named}" + (f" and {others} others" if others else "")
+
+
+_FIXES = {
+    "version": "install the same python, torch and hydra-train-bootstrap on every node (CUDA, cuDNN and NCCL come "
+               "with the torch build)",
+    "preset": "start every rank with the same preset and overrides",
+    "device": f"give every rank the same {PRESET}.device, on nodes of the same kind",
+    "numerics": f"start every rank with the same {PRESET}.torch settings",
+    "speed": f"give every rank the same thread counts ({PRESET}.threads.intra_op=N)",
+}
+_DEBUG_LEVEL = "effective.distributed_debug"  # said through its variable when that differs too
+
+
+def _clause(difference: records.Difference) -> str:
+    """``rank 1 (node-b): NAME=INFO; rank 0 (node-a): unset [collective]``: the rank 0 group last."""
+    name, ordered = label(difference.name), difference.values  # rank 0's side last
+    parts = [f"{_ranks(g.ranks, g.hosts, g.others)}: " + (f"{name}={g.value}" if i == 0 and g.value != "unset"
+                                                           else f"{name} unset" if i == 0 else g.value)
+             for i, g in enumerate(ordered)]
+    return f"{'; '.join(parts)} [{difference.kind}]"
+
+
+def message(found: Sequence[records.Difference], odd: Sequence[Any], odd_count: int, world_size: int,
+            reference_host: str) -> str:
+    """One line: the odd ranks out, each key they differ on (values masked, grouped by value), and the fix."""
+    keys = {d.name for d in found}
+    said = [d for d in found if not (d.name == _DEBUG_LEVEL and "var.TORCH_DISTRIBUTED_DEBUG" in keys)]
+    said.sort(key=lambda d: (d.name.startswith("effective."), not d.stops, d.name))
+    unread = odd_count - len(odd)
+    if odd_count > world_size - odd_count:  # most ranks differ from rank 0: rank 0's side is the odd one
+        out = f"{_ranks([0], [reference_host], world_size - 1 - odd_count)} (the others differ from them)"
+    else:
+        out = _ranks([o.rank for o in odd], [o.host for o in odd]) + (f" and {unread} more" if unread else "")
+    variables = sorted({label(d.name) for d in said if d.name.startswith("var.")}
+                       | ({"TORCH_DISTRIBUTED_DEBUG"} if _DEBUG_LEVEL in keys else set()))
+    example = variables[0] if len(variables) == 1 else "NAME"
+    fixes = ([f"set {', '.join(variables)} alike for every rank: in the preset ({PRESET}.vars.{example}=...), "
+              "which every rank applies, or exported the same way for every rank before python starts"]
+             if variables else [])
+    fixes += [_FIXES[kind] for kind in dict.fromkeys(d.kind for d in said if not d.name.startswith(("var.", "eff")))
+              if kind in _FIXES]
+    stops = any(d.stops for d in found)
+    head = "the ranks did not start alike" + (" in what collectives depend on" if stops else "")
+    tail = f"; or set {PRESET}.distributed.agree=warn to go on anyway" if stops else ""
+    return f"{head}; odd one out: {out}. {' | '.join(_clause(d) for d in said)}. Fix: {'; '.join(fixes)}{tail}."
+
+
+# -- where and how to compare ---------------------------------------------------------------------
+def host() -> str:
+    return socket.gethostname()
+
+
+def compare_with_report(reference: records.Report, own: Dict[str, str], rank: int, world_size: int,
+                        policy: str, planned: Collection[str] = ()) -> records.Agreement:
+    """A rank that a framework started after rank 0 (Lightning): compared with rank 0's report.
+
+    Rank 0 planned its threads and the variables the bootstrap sets for one process (it could not know
+    the world to come), so those are left out: the preset's digest covers what the preset set, and
+    what remains (versions, device, torch settings, the debug level, every variable the bootstrap did
+    not plan: an export in the task before the framework starts its ranks) must agree."""
+    from bootstrap.distributed.agree_store import OddRank, differing
+
+    theirs = reference.distributed.agreement
+    left_out = {f"var.{name}" for name in (*planned, *reference.vars)}
+
+    def compared(prints: Mapping[str, str]) -> Dict[str, str]:
+        return {key: value for key, value in prints.items() if key not in left_out and not key.startswith("threads.")}
+
+    differs = differing(compared(theirs.fingerprint), compared(own))
+    odd = [OddRank(rank=rank, host=host(), values=differs)] if differs else []
+    return outcome(theirs.fingerprint, theirs.host or "?", odd, len(odd), world_size, policy)
+
+
+def outcome(reference: Mapping[str, str], reference_host: str, odd: Sequence[Any], odd_count: int,
+            world_size: int, policy: str) -> records.Agreement:
+    found = differences(reference, reference_host, odd, odd_count, world_size, policy)
+    if not found:
+        return records.Agreement(status=Status.AGREED.value)
+    status = Status.STOPPED if any(d.stops for d in found) else Status.DIFFERS
+    return records.Agreement(status=status.value, differences=found,
+                             message=message(found, odd, odd_count, world_size, reference_host))
+
+
+def run_key(environ: Mapping[str, str], launch: Any, number: int) -> str:
+    """One store key per check: the run, the restart, and the check's number in this process (each job of
+    a one-process sweep checks again, in the same order on every rank)."""
+    from bootstrap.distributed.agree_store import PREFIX
+
+    run = environ.get("TORCHELASTIC_RUN_ID") or launch.job_id or "run"
+    return f"{PREFIX}/{run}/{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{number}"
+
+
+_checks = [0]  # checks made by this process
+
+
+def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLike], creates_group: bool,
+          timeout_s: int, planned: Collection[str] = ()) -> Tuple[records.Agreement, Any]:
+    """Compare this rank with rank 0, the best way the launch allows. Returns the record (its ``status``
+    says what to do) and the store it made, for the process group to use (None where it made none).
+    ``planned``: the variables this job's plan decided (see :func:`compare_with_report`)."""
+    if policy == "off":
+        return records.Agreement(status=Status.OFF.value, policy=policy), None
+    own = fingerprint(facts, os.environ)
+    base = dict(policy=policy, ranks=launch.world_size, host=host(), digest=digest(own), fingerprint=own)
+    if launch.world_size == 1:
+        return records.Agreement(status=Status.SINGLE.value, **base), None
+    from bootstrap.distributed import group
+
+    if group.in_use():  # a framework made the group before the job started (Ray Train): its store
+        when = f"after the process group, which {launch.launcher.value} made before the job started"
+        return _exchange(lambda: group.default_store(), facts, launch, base, "group_store", when, timeout_s)
+    if launch.row.framework_makes_group:  # Lightning: rank 0's report is in the shared run directory
+        return _against_report(output_dir, own, launch, base, planned), None
+    if creates_group or os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        group.check_no_abandoned_rendezvous()  # rank 0 may host the store at MASTER_PORT
+        when = "before the process group" if creates_group else "at job start (no process group is made)"
+        return _exchange(lambda: group.rendezvous_store(launch, timeout_s, creates_group), facts, launch, base,
+                         "store", when, timeout_s)
+    return records.Agreement(status=Status.NOT_CHECKED.value, note=(
+        "no store exists before the task runs: the bootstrap makes no process group "
+        f"({PRESET}.distributed.init=never) and {launch.launcher.value} offers none"), **base), None
+
+
+def _exchange(make_store: Callable[[], Any], facts: Facts, launch: Any, base: dict, via: str, when: str,
+              timeout_s: int) -> Tuple[records.Agreement, Any]:
+    from bootstrap.distributed import agree_store, group
+
+    _checks[0] += 1
+    key = run_key(os.environ, launch, _checks[0])
+
+    def work():
+        store = make_store()
+        return store, agree_store.exchange(store, key, launch.rank, launch.world_size, base["host"],
+                                           lambda salt: fingerprint(facts, os.environ, salted(salt)))
+
+    try:
+        store, exchanged = group.run_interruptibly(work, lambda made: None, "bootstrap-agreement")
+    except (RuntimeError, ValueError, records.Unreadable) as error:  # a peer that never came, or wrote garbage
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise BootstrapError(
+            f"the ranks could not compare how they started ({PRESET}.distributed.agree): {first}. A rank that did "
+            f"not start, or crashed, stops the others here after {PRESET}.distributed.timeout_s; set "
+            f"{PRESET}.distributed.agree=off to skip the comparison.") from None
+    reference = exchanged.reference
+    record = outcome(reference.fingerprint, reference.host, exchanged.odd, exchanged.odd_count, launch.world_size,
+                     base["policy"])
+    return _with(record, base, via=via, when=when), (store if via == "store" else None)
+
+
+def _against_report(output_dir: Optional[os.PathLike], own: Dict[str, str], launch: Any, base: dict,
+                    planned: Collection[str]) -> records.Agreement:
+    from pathlib import Path
+
+    when = "at this rank's start, against rank 0's report"
+    if output_dir is None:
+        return _with(records.Agreement(status=Status.NOT_CHECKED.value,
+                                       note="no output directory: rank 0's report cannot be read"), base, when=when)
+    path = Path(output_dir) / records.REPORT_NAME
+    try:
+        reference = records.read_report(path)
+    except records.Unreadable as error:
+        return _with(records.Agreement(status=Status.NOT_CHECKED.value,
+                                       note=f"rank 0's report could not be read: {error}"), base, when=when)
+    theirs = reference.distributed.agreement
+    if theirs is None or not theirs.fingerprint:
+        return _with(records.Agreement(status=Status.NOT_CHECKED.value, note=(
+            f"rank 0's report ({path.name}) holds no fingerprint (rank 0 ran with {PRESET}.distributed.agree=off, "
+            "or an older bootstrap)")), base, when=when)
+    # Secrets are masked in a report: under Lightning every rank inherits rank 0's environment anyway.
+    record = compare_with_report(reference, own, launch.rank, launch.world_size, base["policy"], planned)
+    return _with(record, base, via="rank0_report", when=when)
+
+
+def _with(record: records.Agreement, base: dict, **fields: Any) -> records.Agreement:
+    for name, value in {**base, **fields}.items():
+        setattr(record, name, value)
+    return record

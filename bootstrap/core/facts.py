@@ -1,0 +1,163 @@
+"""A job's facts by section, for comparing two jobs (``bootstrap diff``) or the jobs of one sweep. Pure.
+
+:func:`facts` turns a :class:`~bootstrap.doors.records.Report` into ``{section: {key: text}}``; a fact the
+report does not hold is absent (shown as ``unset`` by whoever compares). What differs between any two runs
+(times, job number, status, metrics, the master's port) sits in the section :data:`ALWAYS_DIFFERS`, which a
+comparison leaves out unless asked. :func:`environment` is the part a job does not choose through its own
+overrides: versions, hardware and inherited variables (the sweep summary's note, :mod:`bootstrap.sweep.environments`).
+
+Values are the report's, already masked where secret; a value holding the run's own directory (the flight
+recorder's ``TORCH_FR_DUMP_TEMP_FILE``) shows it as ``<run dir>``, so two runs compare alike.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, Iterable, Optional, Tuple
+
+from bootstrap.doors.records import Report
+
+SECTIONS = ("versions", "variables", "threads", "launch", "preset", "seeds", "torch", "lint")
+ALWAYS_DIFFERS = "always_differs"
+RUN_DIR = "<run dir>"
+INHERITED = "inherited"  # the source shown for a variable the job found set and the bootstrap did not plan
+# Facts a preview (``bootstrap doctor``) cannot know: no comparison was made, no group exists yet.
+NOT_IN_PREVIEW = (("launch", "agreement"), ("torch", "distributed debug level (effective)"),
+                  ("seeds", "generators"))  # seeded only when the job starts
+
+Facts = Dict[str, Dict[str, str]]
+
+
+def text(value: Any) -> Optional[str]:
+    """A fact as text: None stays None (unset), booleans as true/false, lists joined."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return None  # nothing listed reads as unset, not as a blank
+        return ", ".join(str(text(item)) for item in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{key}={text(item)}" for key, item in value.items())
+    return str(value)
+
+
+def _present(pairs: Iterable[Tuple[str, Any]]) -> Dict[str, str]:
+    return {key: shown for key, value in pairs if (shown := text(value)) is not None}
+
+
+def _versions(report: Report) -> Dict[str, str]:
+    found = report.found
+    return _present([("python", found.python), ("torch", found.torch), ("CUDA", found.cuda), ("cuDNN", found.cudnn),
+                     ("NCCL", found.nccl), ("bootstrap", found.bootstrap),
+                     ("compute capability", found.compute_capability), ("GPUs", found.gpus),
+                     ("GPU names", found.gpu_names or None), ("device", report.device)])
+
+
+def _fingerprint(report: Report) -> Dict[str, str]:
+    agreement = report.distributed.agreement
+    return agreement.fingerprint if agreement is not None else {}
+
+
+def _inherited(report: Report) -> Dict[str, str]:
+    """Known variables set in the job's environment that the bootstrap did not plan: the fingerprint's ``var.*``."""
+    return {key[len("var."):]: value for key, value in _fingerprint(report).items()
+            if key.startswith("var.") and key[len("var."):] not in report.vars}
+
+
+def _variables(report: Report) -> Dict[str, str]:
+    planned = {name: f"{var.value} ({var.source})" for name, var in report.vars.items()}
+    return {**planned, **{name: f"{value} ({INHERITED})" for name, value in _inherited(report).items()}}
+
+
+def _cpus(report: Report) -> list:
+    found = report.found
+    return [("cpus", found.cpus), ("cpus_usable", found.cpus_usable), ("cpu_affinity", found.cpu_affinity)]
+
+
+def _threads(report: Report) -> Dict[str, str]:
+    threads = report.threads
+    return _present([("intra_op", threads.intra_op), ("inter_op", threads.inter_op),
+                     ("requested intra_op", threads.requested.intra_op),
+                     ("requested inter_op", threads.requested.inter_op),
+                     ("intra_op at end", threads.intra_op_at_end), *_cpus(report)])
+
+
+def _launch(report: Report) -> Dict[str, str]:
+    dist = report.distributed
+    return _present([("launcher", dist.launcher), ("world_size", dist.world_size),
+                     ("local_world_size", dist.local_world_size), ("rank", dist.rank), ("local_rank", dist.local_rank),
+                     ("node_rank", dist.node_rank), ("backend", dist.backend), ("process_group", dist.process_group),
+                     ("mesh", dist.mesh), ("agreement", dist.agreement.status if dist.agreement else None)])
+
+
+def _preset(report: Report) -> Dict[str, str]:
+    return _present([("name", report.preset), ("digest", report.preset_digest),
+                     ("resolved", report.resolved.describe() if report.resolved else None),
+                     ("overrides", " ".join(report.overrides) or None)])
+
+
+def _seeds(report: Report) -> Dict[str, str]:
+    seed = report.seed
+    return _present([("value", seed.value), ("global_seed", seed.global_seed), ("generators", seed.generators),
+                     ("data_seed", seed.data_seed), ("task_seed", seed.task_seed)])
+
+
+def _torch(report: Report) -> Dict[str, str]:
+    settings = _present(report.torch.to_json().items())
+    level = _fingerprint(report).get("effective.distributed_debug")
+    return {**settings, **_present([("distributed debug level (effective)", level)])}
+
+
+def _lint(report: Report) -> Dict[str, str]:
+    findings: Dict[str, str] = {}
+    for finding in report.lint:  # a variable may have several findings: each keeps its own key
+        key, count = f"{finding.name} ({finding.kind})", 2
+        while key in findings:
+            key, count = f"{finding.name} ({finding.kind}) #{count}", count + 1
+        findings[key] = finding.message
+    return findings
+
+
+def _always_differs(report: Report) -> Dict[str, str]:
+    job, dist, timings = report.job, report.distributed, report.timings
+    metrics = [(f"metric {name}", value) for name, value in (job.metrics or {}).items()]
+    return _present([("bootstrap_s", timings.bootstrap_s), ("started_ns", timings.started_ns), ("job num", job.num),
+                     ("status", job.status), *metrics, ("metrics skipped", job.metrics_skipped or None),
+                     ("error", job.error), ("master_addr", dist.master_addr), ("master_port", dist.master_port),
+                     ("job_id", dist.job_id), ("hang", dist.hang), ("warnings", report.warnings or None),
+                     ("group_at_end", dist.group_at_end.to_json() if dist.group_at_end else None),
+                     ("teardown", dist.teardown)])
+
+
+_BUILDERS = {"versions": _versions, "variables": _variables, "threads": _threads, "launch": _launch,
+             "preset": _preset, "seeds": _seeds, "torch": _torch, "lint": _lint, ALWAYS_DIFFERS: _always_differs}
+
+
+def _without_run_dir(section: Dict[str, str], run_dir: Optional[os.PathLike]) -> Dict[str, str]:
+    """Each whole absolute spelling of ``run_dir`` (a path, or a path's start) shown as ``<run dir>``."""
+    spellings = {os.path.abspath(run_dir), os.path.realpath(run_dir)} - {os.sep} if run_dir is not None else set()
+    if not spellings:  # no directory, or "/", which alone would eat every path
+        return section
+    alternatives = "|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w./~-])(?:{alternatives})(?=/|$|[\s,;:'\"])")  # whole paths only
+    return {key: pattern.sub(RUN_DIR, value) for key, value in section.items()}
+
+
+def facts(report: Report, run_dir: Optional[os.PathLike] = None) -> Facts:
+    """The report's facts by section (:data:`SECTIONS`, then :data:`ALWAYS_DIFFERS`); ``run_dir``, the
+    directory the report was written in, is shown as ``<run dir>`` wherever a value holds it."""
+    return {name: _without_run_dir(build(report), run_dir) for name, build in _BUILDERS.items()}
+
+
+def environment(report: Report) -> Dict[str, str]:
+    """What the job found rather than chose: versions, hardware and inherited variables (those from the
+    shell, and known variables set that no override, preset or launcher of the job's own set)."""
+    found = report.found
+    versions = {key: value for key, value in _versions(report).items() if key != "device"}  # the preset's choice
+    hardware = _present([("CPUs", found.cpus), ("usable CPUs", found.cpus_usable),
+                         ("CPU affinity", found.cpu_affinity)])
+    shell = {name: var.value for name, var in report.vars.items() if var.source == "shell"}
+    return {**versions, **hardware, **shell, **_inherited(report)}

@@ -1,0 +1,119 @@
+"""The ranks' comparison through a real TCPStore: its operations per rank stay constant with the world size.
+
+How it is measured: one real ``torch.distributed.TCPStore`` server and one real client per rank, each rank
+in its own thread of this process (the store's calls release the GIL). Each client is wrapped in
+:class:`Counting`, which forwards every call to the real store and counts it: the store does the work.
+"""
+import datetime
+import json
+import threading
+from collections import Counter
+
+import pytest
+import torch.distributed as dist
+
+from bootstrap.distributed.agree_store import MAX_NAMED, exchange
+from bootstrap.doors.inbound import Unreadable
+
+
+class Counting:
+    """A real store's client that counts the operations made through it."""
+
+    def __init__(self, store):
+        self.store, self.ops = store, Counter()
+
+    def __getattr__(self, name):
+        method = getattr(self.store, name)
+
+        def counted(*args):
+            self.ops[name] += 1
+            return method(*args)
+        return counted
+
+
+def _world(world_size: int, fingerprint_of, key: str = "run/0/1"):
+    """Every rank's exchange over one real TCPStore; returns (results, stores) by rank."""
+    timeout = datetime.timedelta(seconds=60)
+    server = dist.TCPStore("127.0.0.1", 0, world_size, True, timeout, wait_for_workers=False)  # rank 0's
+    # The clients connect one after another: 64 at once overflow the server's accept backlog on a
+    # 2-core machine, and a refused client retries seconds later.
+    stores = {rank: Counting(server if rank == 0 else dist.TCPStore("127.0.0.1", server.port, None, False, timeout))
+              for rank in range(world_size)}
+    results, errors = {}, []
+
+    def rank_main(rank: int) -> None:
+        store = stores[rank]
+        try:
+            results[rank] = exchange(store, key, rank, world_size, f"node-{rank % 4}",
+                                     lambda salt: fingerprint_of(rank, salt))
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            errors.append(error)
+
+    threads = [threading.Thread(target=rank_main, args=(rank,)) for rank in range(world_size)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors, errors
+    return results, stores
+
+
+def _same(rank, salt):
+    return {"version.torch": "2.13.0", "var.NCCL_ALGO": "Ring"}
+
+
+def _ops(store) -> int:
+    return sum(store.ops.values())
+
+
+@pytest.mark.parametrize("world_size", [2, 64])
+def test_when_the_ranks_agree_each_makes_four_operations_whatever_the_world_size(world_size):
+    results, stores = _world(world_size, _same)
+    assert all(r.odd_count == 0 and r.odd == [] for r in results.values())
+    ops = sorted(_ops(store) for store in stores.values())
+    assert ops == [4] * world_size  # the last rank to arrive sets "done" where the others wait for it
+    assert all(store.ops["get"] <= 2 and store.ops["multi_get"] == 0 for store in stores.values())
+
+
+@pytest.mark.parametrize("world_size", [2, 64])
+def test_a_rank_that_differs_costs_it_two_more_and_each_other_rank_one_read(world_size):
+    odd_rank = world_size - 1
+
+    def fingerprint(rank, salt):
+        return {**_same(rank, salt), "var.NCCL_ALGO": "Tree"} if rank == odd_rank else _same(rank, salt)
+
+    results, stores = _world(world_size, fingerprint)
+    for result in results.values():  # every rank learns the same: who differs, on what, where
+        assert result.odd_count == 1
+        assert [(o.rank, o.host, o.values) for o in result.odd] == [(odd_rank, f"node-{odd_rank % 4}",
+                                                                     {"var.NCCL_ALGO": "Tree"})]
+    for rank, store in stores.items():
+        extra = 2 if rank == odd_rank else 0
+        assert _ops(store) - extra == 5  # the 4, and one multi_get of the odd records
+
+
+def test_the_odd_records_read_are_bounded_when_many_ranks_differ():
+    def fingerprint(rank, salt):
+        return {"var.NCCL_PROTO": "Simple" if rank else "LL"}
+
+    results, stores = _world(40, fingerprint)
+    assert all(r.odd_count == 39 and len(r.odd) == MAX_NAMED for r in results.values())
+    assert all(store.ops["multi_get"] == 1 for store in stores.values())
+
+
+def test_secrets_travel_as_salted_digests_that_differ_per_run():
+    from bootstrap.core.agreement import SECRET, salted
+
+    first, second = salted("a" * 32)("hf_secret_token"), salted("b" * 32)("hf_secret_token")
+    assert first.startswith(SECRET) and "hf_secret_token" not in first
+    assert first != second  # keyed by the run: a digest from one run says nothing in another
+
+
+def test_a_peers_garbage_in_the_store_is_refused_with_a_reason():
+    store = dist.TCPStore("127.0.0.1", 0, 1, True, datetime.timedelta(seconds=5))
+    store.set("k/ref", json.dumps({"host": "a", "salt": "s", "fingerprint": {"x": 5}}))
+    with pytest.raises(Unreadable, match="fingerprint.x: not text"):
+        exchange(store, "k", 1, 2, "b", lambda salt: {})
+    store.set("j/ref", b"\xff" * 10)
+    with pytest.raises(Unreadable, match="not UTF-8"):
+        exchange(store, "j", 1, 2, "b", lambda salt: {})
