@@ -6,8 +6,6 @@
     hydra/callbacks=bootstrap                        # in a Hydra app
 """
 
-__version__ = "0.1.0"  # the package's one version (pyproject reads it); reports record it as found.bootstrap
-
 from bootstrap.core.schema import EnvConfig
 from bootstrap.core.schema import register as _register_schema
 from bootstrap.doors.errors import BootstrapError, ConfigError, MismatchError
@@ -25,6 +23,10 @@ def __getattr__(name: str):
         from bootstrap.core import session
 
         return getattr(session, name)
+    if name == "__version__":
+        from bootstrap.core.versions import PACKAGE_VERSION
+
+        return PACKAGE_VERSION
     if name == "BootstrapCallback":
         from bootstrap.adapter.callback import BootstrapCallback
 

@@ -17,6 +17,7 @@ MPI_RANK2_OF_2 = {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "2", "OMP
 MPI_TWO_NODES_NO_MASTER = {"PMI_RANK": "0", "PMI_SIZE": "4", "MPI_LOCALRANKID": "0", "MPI_LOCALNRANKS": "2"}
 KUBEFLOW_POD_OF_TWO = {"RANK": "1", "WORLD_SIZE": "4", "MASTER_ADDR": "job-master-0", "MASTER_PORT": "23456",
                        "PET_NNODES": "2", "PET_NPROC_PER_NODE": "2", "PET_NODE_RANK": "1"}
+WORLD_WITHOUT_PORT = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
 NO_ENV = {}
 BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
     (["env=nope"], NO_ENV, "env/nope"),
@@ -27,6 +28,7 @@ BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
     (["env.seed=-1"], NO_ENV, "env.seed"),
     (["env.seed=abc"], NO_ENV, "env.seed"),
     (["env.on_mismatch=maybe"], NO_ENV, "env.on_mismatch"),
+    (["env.distributed.agree=maybe"], NO_ENV, "env.distributed.agree"),
     (["env.requires.torch='>>2'"], NO_ENV, "env.requires.torch"),
     (["+env.vars.LISTED=[1,2]"], NO_ENV, "env.vars.LISTED"),
     (["+env.vars.NESTED={a:1}"], NO_ENV, "env.vars.NESTED"),
@@ -35,6 +37,7 @@ BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
     (["env.distributed.timeout_s=0"], NO_ENV, "env.distributed.timeout_s"),
     ([], TORCHRUN_RANK2_OF_2, "env.distributed: torchrun: rank 2 is outside world size 2"),
     ([], MULTI_NODE_NO_MASTER, "needs MASTER_ADDR"),
+    ([], WORLD_WITHOUT_PORT, "env.distributed: env: a world of 2 ranks needs a rendezvous port"),
     ([], MPI_RANK2_OF_2, "env.distributed: mpi: rank 2 is outside world size 2"),
     ([], MPI_TWO_NODES_NO_MASTER, "MPI gives no master address; pass it with mpirun -x MASTER_ADDR"),
     ([], KUBEFLOW_POD_OF_TWO, "RANK=1 is the pod's index, not a process rank. Start the processes with torchrun"),

@@ -260,21 +260,21 @@ def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLi
 
     if group.in_use():  # a framework made the group before the job started (Ray Train): its store
         when = f"after the process group, which {launch.launcher.value} made before the job started"
-        return _exchange(lambda: group.default_store(), facts, launch, base, "group_store", when, timeout_s)
+        return _exchange(group.default_store, facts, launch, base, "group_store", when)
     if launch.row.framework_makes_group:  # Lightning: rank 0's report is in the shared run directory
         return _against_report(output_dir, own, launch, base, planned), None
     if creates_group or os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
         group.check_no_abandoned_rendezvous()  # rank 0 may host the store at MASTER_PORT
         when = "before the process group" if creates_group else "at job start (no process group is made)"
         return _exchange(lambda: group.rendezvous_store(launch, timeout_s, creates_group), facts, launch, base,
-                         "store", when, timeout_s)
+                         "store", when)
     return records.Agreement(status=Status.NOT_CHECKED.value, note=(
         "no store exists before the task runs: the bootstrap makes no process group "
         f"({PRESET}.distributed.init=never) and {launch.launcher.value} offers none"), **base), None
 
 
-def _exchange(make_store: Callable[[], Any], facts: Facts, launch: Any, base: dict, via: str, when: str,
-              timeout_s: int) -> Tuple[records.Agreement, Any]:
+def _exchange(make_store: Callable[[], Any], facts: Facts, launch: Any, base: dict, via: str,
+              when: str) -> Tuple[records.Agreement, Any]:
     from bootstrap.distributed import agree_store, group
 
     _checks[0] += 1

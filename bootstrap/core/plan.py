@@ -111,6 +111,10 @@ def make_plan(
     distributed = create_group or launch.world_size > 1
     if distributed and launch.port_problem:
         raise ConfigError(f"{PRESET}.distributed: {launch.port_problem}")
+    if create_group and launch.world_size > 1 and launch.master_port is None:  # the rendezvous needs one
+        raise ConfigError(f"{PRESET}.distributed: {launch.launcher.value}: a world of {launch.world_size} ranks needs "
+                          "a rendezvous port, and none is set. Export MASTER_PORT=<a free port> for every rank, or "
+                          f"set {PRESET}.distributed.master_port.")
     dump_dir = (recorder.dump_dir or output_dir) if recorder.enabled and distributed else None
     derived = {n: environ.normalize(n, v)
                for n, v in _derived_vars(preset, threads, distributed, dump_dir).items()}

@@ -18,6 +18,10 @@ from bootstrap.core import presets
 from bootstrap.core.schema import Requires
 from bootstrap.doors.errors import PRESET
 
+# The package's one version: pyproject reads it (without importing), reports record it as found.bootstrap,
+# and bootstrap.__version__ gives it.
+PACKAGE_VERSION = "0.1.0"
+
 
 @dataclass(frozen=True)
 class Found:
@@ -72,7 +76,7 @@ def detect() -> Found:
         cpus_usable=usable_cpus(),
         cpu_affinity=cpu_affinity(),
         hip=getattr(torch.version, "hip", None),
-        bootstrap=_package_version(),
+        bootstrap=PACKAGE_VERSION,
     )
 
 
@@ -190,9 +194,3 @@ def openmp_runtimes() -> tuple:
         return ()
     return tuple(name for name in OPENMP_RUNTIMES if f"/{name}" in loaded or f"{name}-" in loaded or
                  f"{name}." in loaded)
-
-
-def _package_version() -> str:
-    from bootstrap import __version__
-
-    return __version__

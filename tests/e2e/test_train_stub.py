@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from bad_inputs import BAD_INPUTS, user_conf
+from bad_inputs import BAD_INPUTS, WORLD_WITHOUT_PORT, user_conf
 from conftest import clean_env
 
 TRACEBACK = "Traceback (most recent call last)"
@@ -106,8 +106,10 @@ def test_steps_zero_runs_the_bootstrap_only(run_stub):
 
 
 # End to end, one input of each kind: Hydra refuses it, the job start does, the launcher's variables do.
-@pytest.mark.parametrize("overrides, launcher_vars, fragment", [BAD_INPUTS[0], BAD_INPUTS[2], BAD_INPUTS[13]],
-                         ids=["compose", "job start", "launcher variables"])
+@pytest.mark.parametrize("overrides, launcher_vars, fragment", [
+    BAD_INPUTS[0], BAD_INPUTS[2], next(case for case in BAD_INPUTS if case[1]),
+    next(case for case in BAD_INPUTS if case[1] == WORLD_WITHOUT_PORT)],
+    ids=["compose", "job start", "launcher variables", "a world without a port"])
 def test_bad_input_exits_non_zero_naming_the_key_without_traceback(run_stub, tmp_path, overrides, launcher_vars,
                                                                    fragment):
     run = run_stub(f"hydra.searchpath=[file://{user_conf(tmp_path)}]", "train.steps=0", *overrides,

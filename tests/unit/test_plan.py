@@ -11,7 +11,7 @@ from bootstrap.variables.readers import ProcessState
 
 FRESH = ProcessState(cuda_initialized=False, process_group_initialized=False)
 SINGLE = Launch(Launcher.single)
-TWO_RANKS = Launch(Launcher.torchrun, rank=1, local_rank=1, world_size=2, local_world_size=2)
+TWO_RANKS = Launch(Launcher.torchrun, rank=1, local_rank=1, world_size=2, local_world_size=2, master_port=29500)
 
 
 def plan(preset=None, *, environ=None, env_set=None, explicit=(), cpus=8, machine_cpus=None, launch=SINGLE,
@@ -91,7 +91,7 @@ def test_the_device_each_rank_gets(launch, device_type, cuda_visible, expected):
 
 
 def test_seeds_follow_the_pipeline_stage_and_the_rank():
-    four = Launch(Launcher.torchrun, rank=3, local_rank=3, world_size=4, local_world_size=4)
+    four = Launch(Launcher.torchrun, rank=3, local_rank=3, world_size=4, local_world_size=4, master_port=29500)
     p = plan({"seed": 7, "distributed": {"mesh": {"pp": 2, "dp": -1}}}, launch=four)
     assert (p.seed, p.global_seed, p.data_seed) == (7, 107, 10)  # pp coordinate 1; data: seed + rank
     p = plan({"seed": None}, launch=four)
@@ -114,7 +114,8 @@ def test_the_plan_gives_each_torch_setting_its_value_once_and_benchmark_is_off_i
 
 def test_cpus_are_shared_by_the_ranks_on_a_node_unless_each_rank_has_its_own():
     def ranks(launcher, n=2):
-        return Launch(launcher, rank=1, local_rank=1, world_size=n, local_world_size=n, master_addr="127.0.0.1")
+        return Launch(launcher, rank=1, local_rank=1, world_size=n, local_world_size=n, master_addr="127.0.0.1",
+                      master_port=29500)
 
     def intra(launcher, cpus, launcher_cpus, n=2, **kw):
         return plan(cpus=cpus, machine_cpus=64, launch=ranks(launcher, n), launcher_cpus=launcher_cpus,

@@ -52,6 +52,7 @@ def test_each_torch_setting_has_one_row_in_the_table_of_the_same_name_order_and_
     ("env.requires.gpus=many", "env.requires.gpus"),
     ("env.threads.intra_op=[1,2]", "env.threads.intra_op"),
     ("env.torch.detect_anomaly=maybe", "env.torch.detect_anomaly"),
+    ("env.distributed.agree=maybe", "env.distributed.agree"),
 ])
 def test_typos_and_wrong_types_fail_at_compose_time_naming_the_key(override, key):
     with pytest.raises(ConfigCompositionException) as err:
