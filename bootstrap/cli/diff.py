@@ -103,8 +103,6 @@ def _here(a_report: records.Report, args) -> records.Report:
                     "give the overrides after A (python -m bootstrap diff A --here OVERRIDES)")
     outbound.remember_overrides(overrides)
     config_dir = None if args.config_path is None else Path(args.config_path)
-    if config_dir is not None and not config_dir.is_dir():
-        raise Usage(f"--config-path {args.config_path}: no such directory")
     try:
         with compose.app_config(config_dir, args.config_name, overrides, args.module) as cfg:
             report, _ = jobconfig.preview(cfg)

@@ -136,8 +136,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     outbound.remember_overrides(args.overrides)  # a secret typed on the command line stays out of every answer
     try:  # composed and previewed in one Hydra context: env=auto loads its preset from the app's search path
         config_dir = None if args.config_path is None else Path(args.config_path)
-        if config_dir is not None and not config_dir.is_dir():
-            raise compose.ComposeError(f"--config-path {args.config_path}: no such directory.")
         with compose.app_config(config_dir, args.config_name, args.overrides, args.module) as cfg:
             report, refusals = jobconfig.preview(cfg)
     except compose.ComposeError as error:

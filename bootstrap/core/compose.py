@@ -93,6 +93,8 @@ def app_config(config_dir: Optional[Path], config_name: Optional[str], overrides
     from hydra.errors import HydraException, MissingConfigException
     from omegaconf.errors import OmegaConfBaseException
 
+    if config_dir is not None and not Path(config_dir).is_dir():
+        raise ComposeError(f"--config-path {config_dir}: no such directory.")
     suggest_module = module is None and config_dir is None  # the configs may be in the app's Python
     if module is not None:
         import_app(module)
