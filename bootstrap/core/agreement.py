@@ -28,6 +28,7 @@ from bootstrap.doors import records
 from bootstrap.doors.errors import PRESET, BootstrapError
 from bootstrap.doors.masking import MASK, masked
 from bootstrap.doors.textenum import TextEnum
+from bootstrap.variables import agreement as variable_kinds  # imports no table until asked
 
 
 class Status(TextEnum):
@@ -41,7 +42,8 @@ class Status(TextEnum):
     NOT_CHECKED = "not_checked"  # no store and no report to compare with: `note` says why
 
 
-STOPPING = ("version", "preset", "device", "collective")
+# What stops a job under agree=error: these facts of the rank, and the variables' stopping kinds (the table's rule).
+STOPPING = ("version", "preset", "device", *sorted(variable_kinds.STOPPING))
 SECRET = "\0secret:"  # a secret's place in a fingerprint sent to peers: an HMAC, never shown
 MAX_SHOWN = 200  # characters of one value in a message
 
@@ -64,8 +66,6 @@ def fingerprint(facts: Facts, environ: Mapping[str, str],
                 secret: Callable[[str], str] = lambda value: MASK) -> Dict[str, str]:
     """Key -> value text. ``secret`` turns a secret's value into what is compared: the report's
     fingerprint masks it; the one sent to peers holds an HMAC keyed by the run's salt."""
-    from bootstrap.variables.agreement import known_set
-
     prints = {f"version.{name}": value for name, value in facts.versions.items() if value is not None}
     prints.update({"preset.name": facts.preset, "preset.digest": facts.preset_digest,
                    "device.type": facts.device_type, "threads.intra_op": str(facts.intra_op),
@@ -73,7 +73,7 @@ def fingerprint(facts: Facts, environ: Mapping[str, str],
     prints.update({f"torch.{name}": str(value) for name, value in facts.torch.items()})
     if facts.debug_level is not None:
         prints["effective.distributed_debug"] = facts.debug_level
-    for name, value in known_set(environ).items():
+    for name, value in variable_kinds.known_set(environ).items():
         shown = masked(name, value)
         prints[f"var.{name}"] = value if shown == value else secret(value)
     return prints
@@ -103,9 +103,7 @@ def kind_of(key: str) -> str:
         return "speed"
     if group == "torch":
         return "numerics"
-    from bootstrap.variables.agreement import kind_of as variable_kind
-
-    return variable_kind(name) or "speed"
+    return variable_kinds.kind_of(name) or "speed"
 
 
 def label(key: str) -> str:
@@ -266,7 +264,7 @@ def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLi
     if creates_group or os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
         group.check_no_abandoned_rendezvous()  # rank 0 may host the store at MASTER_PORT
         when = "before the process group" if creates_group else "at job start (no process group is made)"
-        return _exchange(lambda: group.rendezvous_store(launch, timeout_s, creates_group), facts, launch, base,
+        return _exchange(lambda: group.rendezvous_store(launch, timeout_s), facts, launch, base,
                          "store", when)
     return records.Agreement(status=Status.NOT_CHECKED.value, note=(
         "no store exists before the task runs: the bootstrap makes no process group "

@@ -82,6 +82,7 @@ class Session:
         self.resolved = None  # env=auto: the auto.Choice it made
         self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
         self.data_seed = self.preset.seed
+        self.preset_digest: Optional[str] = None  # presets.digest of the preset the plan was made from
         self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
         self._recorder = None  # flightrec.JobRecorder, under a process group
         self._changes: Optional[ProcessChanges] = None  # while applied
@@ -135,6 +136,7 @@ class Session:
             # the chosen preset's variables are set: CUDA_* ones then reach children only.
             self.preset, self.resolved = auto.resolve(self.key, self.job_overrides, versions.detect())
             _warn(warnings, self.resolved.warning)
+        self.preset_digest = presets.digest(self.preset)  # once per job: the report and the ranks' comparison
         launch = self.launch or self.detect_launch()
         own_cpus = launch.row.own_cpus()
         self.plan = make_plan(self.preset, environ_now=environ_now, env_set=self.env_set,
@@ -153,7 +155,7 @@ class Session:
         return None
 
     def _job(self) -> JobInfo:
-        return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved, presets.digest(self.preset))
+        return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved, self.preset_digest)
 
     def _lint(self, found: Optional[versions.Found] = None) -> list:
         from bootstrap.variables import lint
@@ -274,7 +276,7 @@ class Session:
         facts = agreement.Facts(
             versions={"python": found.python, "torch": found.torch, "cuda": found.cuda, "cudnn": found.cudnn,
                       "nccl": found.nccl, "hip": found.hip, "bootstrap": found.bootstrap},
-            preset=self.name, preset_digest=presets.digest(self.preset), device_type=plan.device_type,
+            preset=self.name, preset_digest=self.preset_digest, device_type=plan.device_type,
             intra_op=intra_op, inter_op=inter_op, torch=plan.torch, debug_level=runtime.debug_level())
         self._agreement, store = agreement.check(
             self.preset.distributed.agree.value, plan.launch, facts, self.output_dir,

@@ -199,16 +199,14 @@ def default_store():
     return dist.distributed_c10d._get_default_store()
 
 
-def rendezvous_store(launch: Launch, timeout_s: int, for_group: bool):
+def rendezvous_store(launch: Launch, timeout_s: int):
     """The store ``init_method="env://"`` would make, made before the group so that the ranks can compare
     how they started first: a client of torchrun's agent store where torchrun offers it
-    (TORCHELASTIC_USE_AGENT_STORE), else hosted by rank 0 at MASTER_ADDR:MASTER_PORT (only ``for_group``:
-    the group it is made for takes it over). Blocks until rank 0's store is up."""
+    (TORCHELASTIC_USE_AGENT_STORE), else hosted by rank 0 at MASTER_ADDR:MASTER_PORT, for the group the
+    bootstrap is about to make, which takes it over. Blocks until rank 0's store is up."""
     import torch.distributed as dist
 
     agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
-    if not (agent or for_group):
-        raise ValueError("no store to join: no agent store, and no process group to host one for")
     return dist.TCPStore(launch.master_addr or "127.0.0.1", int(launch.master_port), launch.world_size,
                          is_master=not agent and launch.rank == 0, timeout=datetime.timedelta(seconds=timeout_s),
                          multi_tenant=not agent)
