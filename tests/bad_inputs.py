@@ -18,10 +18,20 @@ MPI_TWO_NODES_NO_MASTER = {"PMI_RANK": "0", "PMI_SIZE": "4", "MPI_LOCALRANKID": 
 KUBEFLOW_POD_OF_TWO = {"RANK": "1", "WORLD_SIZE": "4", "MASTER_ADDR": "job-master-0", "MASTER_PORT": "23456",
                        "PET_NNODES": "2", "PET_NPROC_PER_NODE": "2", "PET_NODE_RANK": "1"}
 WORLD_WITHOUT_PORT = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
+# Launcher evidence that contradicts itself: a torchrun variable in a world torchrun did not start, a Ray
+# Train worker's variables without Ray's group, submitit's mark without its job.
+STRAY_AGENT_STORE = {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500",
+                     "TORCHELASTIC_USE_AGENT_STORE": "True"}
+RAY_WORKER_WITHOUT_GROUP = {"RAY_RAYLET_PID": "4242", "RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0",
+                            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+SUBMITIT_WITHOUT_JOB = {"SUBMITIT_EXECUTOR": "slurm"}
 NO_ENV = {}
 BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
     (["env=nope"], NO_ENV, "env/nope"),
     (["env.threds.intra_op=2"], NO_ENV, "env.threds"),
+    # Hydra's own hint for the line above: '+' adds the key, and only the final config's check refuses it
+    (["+env.threds.intra_op=2"], NO_ENV, "env.threds: the preset has no such setting"),
+    (["+env.torch.determinstic=true"], NO_ENV, "Did you mean env.torch.deterministic?"),
     (["env.threads.intra_op=abc"], NO_ENV, "env.threads.intra_op"),
     (["env.threads.intra_op=0"], NO_ENV, "env.threads.intra_op"),
     (["env.threads.inter_op=-1"], NO_ENV, "env.threads.inter_op"),
@@ -41,6 +51,11 @@ BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
     ([], MPI_RANK2_OF_2, "env.distributed: mpi: rank 2 is outside world size 2"),
     ([], MPI_TWO_NODES_NO_MASTER, "MPI gives no master address; pass it with mpirun -x MASTER_ADDR"),
     ([], KUBEFLOW_POD_OF_TWO, "RANK=1 is the pod's index, not a process rank. Start the processes with torchrun"),
+    ([], STRAY_AGENT_STORE, "TORCHELASTIC_USE_AGENT_STORE=True says torchrun's agent hosts the ranks' store, but "
+                            "torchrun did not start this process"),
+    ([], RAY_WORKER_WITHOUT_GROUP, "RAY_RAYLET_PID with RANK=0 and WORLD_SIZE=2 say this is rank 0 of 2"),
+    ([], SUBMITIT_WITHOUT_JOB, "SUBMITIT_EXECUTOR=slurm says submitit started this process, but submitit cannot "
+                               "read its job (SLURM_JOB_ID is not set)"),
 ] + [([f"env={name}"], NO_ENV, fragment) for name, (_, fragment) in BAD_PRESET_FILES.items()]
 
 

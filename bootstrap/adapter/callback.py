@@ -19,6 +19,8 @@ from hydra.core.utils import JobStatus as HydraJobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, read_write
 
+from bootstrap.adapter.sweep_end import SweepEnd
+from bootstrap.core import jobconfig
 from bootstrap.core.jobconfig import session_args, typed_overrides
 from bootstrap.core.report import JobStatus
 from bootstrap.core.session import Session
@@ -129,17 +131,15 @@ class BootstrapCallback(Callback):
         self.objective = objective  # the sweep summary's metric for "best"; None: samples_per_s, else return
         self.mode = mode  # max | min; None: max for samples_per_s, min for anything else
         self._session: Optional[Session] = None
-        self._launcher_environ: Optional[EnvironSnapshot] = None
         self._overrides: list = []  # the running job's, as typed: error messages mask their secrets
         self._multirun = False
-        self._masking_logs = False  # holds outbound.MaskedLogs for the sweep
+        self._sweep_end: Optional[SweepEnd] = None  # releases what the sweep holds in this process, once
 
     def __getstate__(self) -> dict:
         # joblib and submitit pickle the callback after on_multirun_start, submitit onto
         # disk: the launching process's environment (secrets included) must not travel.
         return {"config_key": self.config_key, "objective": self.objective, "mode": self.mode,
-                "_session": None, "_launcher_environ": None, "_overrides": [], "_multirun": False,
-                "_masking_logs": False}
+                "_session": None, "_overrides": [], "_multirun": False, "_sweep_end": None}
 
     @_guarded
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -154,7 +154,8 @@ class BootstrapCallback(Callback):
             with read_write(config.hydra):  # rank 0's choice, resolved on rank 0's clock
                 if chosen is not None:
                     config.hydra.run.dir = chosen
-                chosen = agree_on_run_dir(str(Path(config.hydra.run.dir).absolute()))
+                chosen = agree_on_run_dir(str(Path(config.hydra.run.dir).absolute()), launch,
+                                          jobconfig.timeout_s(config, self.config_key))
         if chosen is not None:
             with read_write(config.hydra):
                 config.hydra.run.dir = chosen
@@ -185,9 +186,6 @@ class BootstrapCallback(Callback):
 
     @_guarded
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        # Jobs restore what they change, but a launcher may change the launching
-        # process too (joblib's loky sets KMP_INIT_AT_FORK): undo that at the end.
-        self._launcher_environ = EnvironSnapshot(os.environ)
         # Launcher plugins log each job's overrides as typed ("#3 : a=b"), each from its own logger:
         # every record is masked for the sweep's duration.
         outbound.remember_overrides(typed_overrides(config))
@@ -196,9 +194,17 @@ class BootstrapCallback(Callback):
         if launcher.peek(os.environ).rank == 0:  # a multirun under torchrun: rank 0 alone writes the summary
             atexit.register(write_sweep_summary, str(config.hydra.sweep.dir), self.objective, self.mode,
                             _sweepers_directions(config))
-        if not self._masking_logs:  # last: a hook that failed before here holds nothing
+        if self._sweep_end is None:  # last: a hook that failed before here holds nothing
+            # Jobs restore what they change, but a launcher may change the launching process too (joblib's
+            # loky sets KMP_INIT_AT_FORK): undo that at the end, with the masking, however the sweep ends.
+            launcher_environ = EnvironSnapshot(os.environ)
             outbound.MaskedLogs.hold()
-            self._masking_logs = True
+
+            def release() -> None:
+                outbound.MaskedLogs.release()
+                launcher_environ.restore()
+
+            self._sweep_end = SweepEnd(release)
 
     @_guarded
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -208,10 +214,7 @@ class BootstrapCallback(Callback):
                 write_sweep_summary(str(config.hydra.sweep.dir), self.objective, self.mode,
                                     _sweepers_directions(config))
         finally:  # a summary that could not be written must not leave the launching process changed
-            if self._masking_logs:
-                self._masking_logs = False
-                outbound.MaskedLogs.release()
-            if self._launcher_environ is not None:
-                self._launcher_environ.restore()
-                self._launcher_environ = None
+            sweep_end, self._sweep_end = self._sweep_end, None
+            if sweep_end is not None:
+                sweep_end.end()
 

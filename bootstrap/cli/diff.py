@@ -141,8 +141,8 @@ def _without_preview_gaps(found: job_facts.Facts) -> job_facts.Facts:
 
 
 def _cut(value: str) -> str:
-    value = outbound.clean(value, one_line=True)  # masked before it is cut: a cut secret would not be found
-    return value if len(value) <= MAX_VALUE else value[:MAX_VALUE - 3] + "..."
+    """A fact (already masked by its name and visible: bootstrap.core.facts) as one bounded line."""
+    return outbound.finding(value, MAX_VALUE)
 
 
 def format_text(a: str, b: str, differences: Dict[str, List[Dict[str, str]]], every: bool) -> str:

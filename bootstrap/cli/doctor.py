@@ -26,7 +26,7 @@ from typing import List, Optional
 from bootstrap.core import compose, jobconfig
 from bootstrap.doors import outbound, records, torch_settings
 from bootstrap.doors.errors import BootstrapError
-from bootstrap.doors.masking import masked_text
+from bootstrap.doors.masking import masked_line, masked_override, masked_text
 
 
 def _parser() -> outbound.ArgumentParser:
@@ -47,9 +47,12 @@ def _parser() -> outbound.ArgumentParser:
     return parser
 
 
+MAX_CELL = 200  # characters of one cell: a variable's value may be a megabyte long
+
+
 def _table(rows: List[tuple], indent: str = "  ") -> str:
-    """Aligned columns; every cell one line, whatever a value holds (a variable's value may hold a newline)."""
-    rows = [tuple(outbound.clean(cell, one_line=True) for cell in row) for row in rows]
+    """Aligned columns; every cell one line and bounded, whatever a value holds (a variable's may hold a newline)."""
+    rows = [tuple(outbound.finding(cell, MAX_CELL) for cell in row) for row in rows]
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
     lines = ("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
     return "\n".join(indent + line for line in lines)
@@ -69,13 +72,14 @@ def _takes_effect(name: str, effective: bool, withheld: bool = False) -> str:
 
 def _flight_recorder(hang: dict) -> List[str]:
     """What the dumps show; each line stays one line, whatever a dump's fields hold."""
-    if not hang["dumps"]:
-        lines = [f"no dumps of this run in {hang['dump_dir']} (a healthy run writes none)", *hang.get("notes", [])]
+    dump_dir, notes = hang.get("dump_dir"), list(hang.get("notes") or [])
+    if not hang.get("dumps"):
+        lines = [f"no dumps of this run in {dump_dir} (a healthy run writes none)", *notes]
     else:
-        lines = [f"dumps in {hang['dump_dir']}: {', '.join(hang['dumps'])}", *hang["groups"],
-                 *(hang["findings"] or ["no divergence between the ranks"]), *hang.get("notes", []),
-                 f"(python -m bootstrap hang {hang['dump_dir']})"]
-    return ["", "Flight recorder", *("  " + outbound.clean(line, one_line=True) for line in lines)]
+        lines = [f"dumps in {dump_dir}: {', '.join(map(str, hang['dumps']))}", *(hang.get("groups") or []),
+                 *(hang.get("findings") or ["no divergence between the ranks"]), *notes,
+                 f"(python -m bootstrap hang {dump_dir})"]
+    return ["", "Flight recorder", *("  " + outbound.finding(line, MAX_CELL) for line in lines)]
 
 
 def format_text(report: records.Report, refusals: Optional[list] = None) -> str:
@@ -96,16 +100,19 @@ def format_text(report: records.Report, refusals: Optional[list] = None) -> str:
     checks = [("check", "required", "found", "ok")] + [
         (c.name, c.required, c.found or "-", "yes" if c.ok else "NO") for c in report.checks]
     variables = [("variable", "value", "source", "takes effect")] + [
-        (name, v.value, v.source, _takes_effect(name, v.effective, v.withheld)) for name, v in report.vars.items()]
+        (name, outbound.shown(v.value, name=name), v.source, _takes_effect(name, v.effective, v.withheld))
+        for name, v in report.vars.items()]
     failed = [c.name for c in report.checks if not c.ok]
     lines = [
         outbound.clean(f"hydra-train-bootstrap doctor: preset {report.preset}"
-                       + (f" ({' '.join(report.overrides)})" if report.overrides else ""), one_line=True),
+                       + (f" ({' '.join(masked_override(o) for o in report.overrides)})" if report.overrides else ""),
+                       one_line=True),
         *([outbound.clean(f"resolved: {report.resolved.describe()}", one_line=True)] if report.resolved else []),
         "", "Machine", _table(machine),
         "", "Checks", _table(checks) if report.checks else "  (the preset requires nothing)",
         "", "Variables", _table(variables),
-        "", "Lint", _table([("variable", "finding", "why")] + [(f.name, f.kind, f.message) for f in report.lint])
+        "", "Lint", _table([("variable", "finding", "why")]
+                           + [(f.name, f.kind, masked_line(f.message)) for f in report.lint])
         if report.lint else "  (nothing to report)",
         *(_flight_recorder(dist.hang) if dist.hang else []),
         "", "Torch",

@@ -16,6 +16,7 @@ starts the ranks itself (Lightning). :func:`check` picks the way; the rest is pu
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import hmac
 import json
@@ -24,7 +25,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from bootstrap.doors import records
+from bootstrap.doors import outbound, records
 from bootstrap.doors.errors import PRESET, BootstrapError
 from bootstrap.doors.masking import MASK, masked
 from bootstrap.doors.textenum import TextEnum
@@ -44,8 +45,13 @@ class Status(TextEnum):
 
 # What stops a job under agree=error: these facts of the rank, and the variables' stopping kinds (the table's rule).
 STOPPING = ("version", "preset", "device", *sorted(variable_kinds.STOPPING))
+POLICY = "policy"  # the kind of a difference in env.distributed.agree itself, which stops the job under any policy
 SECRET = "\0secret:"  # a secret's place in a fingerprint sent to peers: an HMAC, never shown
-MAX_SHOWN = 200  # characters of one value in a message
+# A message is one line that every rank prints and torchrun's summary quotes, whatever the peers sent:
+MAX_SAID = 8  # differing keys a message names; the rest are counted (every one is in the report, up to MAX_RECORDED)
+MAX_RECORDED = 64  # differences a report lists; the rest are counted (records.Agreement.more_differences)
+MAX_HOST = 64  # characters of a host's name
+MAX_KEY = 200  # characters of a key a report keeps
 
 
 @dataclass(frozen=True)
@@ -93,10 +99,12 @@ _TORCH_SPEED = ("cudnn_benchmark", "detect_anomaly")
 
 
 def kind_of(key: str) -> str:
-    """Why a key matters: version | preset | device | collective | numerics | speed | logging."""
+    """Why a key matters: policy | version | preset | device | collective | numerics | speed | logging."""
     group, _, name = key.partition(".")
     if group in ("version", "preset", "device"):
         return group
+    if group == "agree":  # env.distributed.agree itself: ranks that decide differently would wait for each other
+        return POLICY
     if group == "effective":  # the debug level torch runs at: it adds a wrapper's collectives
         return "collective"
     if group == "threads" or (group == "torch" and name in _TORCH_SPEED):
@@ -107,42 +115,53 @@ def kind_of(key: str) -> str:
 
 
 def label(key: str) -> str:
-    """A key as a user knows it."""
+    """A key as a user knows it (a peer's key is shown visible, one line and bounded: it is its text)."""
     group, _, name = key.partition(".")
+    name = outbound.shown(name, limit=80)
     return {"var": name, "version": name, "threads": f"{PRESET}.threads.{name}", "torch": f"{PRESET}.torch.{name}",
-            "effective": "torch.distributed.get_debug_level()", "device": f"{PRESET}.device"}.get(
+            "effective": "torch.distributed.get_debug_level()", "device": f"{PRESET}.device",
+            "agree": f"{PRESET}.distributed.agree"}.get(
         group, "preset" if key == "preset.name" else "preset digest")
 
 
 def shown(key: str, value: Optional[str]) -> str:
+    """A rank's value as messages and reports show it: masked by its key and its shape, and visible, so that
+    two values that differ never look alike (``'Ring '`` against ``Ring``, ``'a\\nb'``)."""
     if value is None:
         return "unset"
     if value.startswith(SECRET):
         return MASK
-    text = masked(key.partition(".")[2], value) if key.startswith("var.") else value
-    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
+    return outbound.shown(value, name=key)
+
+
+def _host(host: str) -> str:
+    return outbound.shown(host, limit=MAX_HOST)
 
 
 def differences(reference: Mapping[str, str], reference_host: str, odd: Sequence[Any], odd_count: int,
-                world_size: int, policy: str) -> List[records.Difference]:
-    """Each key some rank differs on, its values grouped with the ranks that hold them. ``odd``: the
-    differing ranks' records (``rank``, ``host``, ``values``: their values where they differ)."""
-    keys = sorted({key for record in odd for key in record.values})
+                world_size: int, policy: str) -> Tuple[List[records.Difference], int]:
+    """Each key some rank differs on, its values grouped with the ranks that hold them, those that stop the job
+    first; at most :data:`MAX_RECORDED`, and how many more there are. ``odd``: the differing ranks' records
+    (``rank``, ``host``, ``values``: their values where they differ)."""
+    def stops(key: str) -> bool:  # a difference in the policy stops every rank, whatever the policy
+        kind = kind_of(key)
+        return kind == POLICY or (policy == "error" and kind in STOPPING)
+
+    keys = sorted({key for record in odd for key in record.values}, key=lambda key: (not stops(key), key))
     found = []
-    for key in keys:
+    for key in keys[:MAX_RECORDED]:
         groups: Dict[Optional[str], records.ValueGroup] = {}
         same = groups[reference.get(key)] = records.ValueGroup(value=shown(key, reference.get(key)), ranks=[0],
-                                                               hosts=[reference_host])
+                                                               hosts=[_host(reference_host)])
         same.others = world_size - 1 - odd_count  # ranks never read: they agreed with rank 0 on everything
         for record in odd:
             value = record.values[key] if key in record.values else reference.get(key)
             group = groups.setdefault(value, records.ValueGroup(value=shown(key, value)))
             group.ranks.append(record.rank)
-            group.hosts.append(record.host)
-        kind = kind_of(key)
-        found.append(records.Difference(name=key, kind=kind, stops=policy == "error" and kind in STOPPING,
+            group.hosts.append(_host(record.host))
+        found.append(records.Difference(name=key[:MAX_KEY], kind=kind_of(key), stops=stops(key),
                                         values=sorted(groups.values(), key=lambda g: (0 in g.ranks, len(g.ranks)))))
-    return found
+    return found, len(keys) - len(found)
 
 
 def _ranks(ranks: Sequence[int], hosts: Sequence[str], others: int = 0) -> str:
@@ -151,6 +170,8 @@ def _ranks(ranks: Sequence[int], hosts: Sequence[str], others: int = 0) -> str:
 
 
 _FIXES = {
+    POLICY: f"start every rank with the same {PRESET}.distributed.agree (error, warn or off): ranks that decide "
+            "differently would wait for each other",
     "version": "install the same python, torch and hydra-train-bootstrap on every node (CUDA, cuDNN and NCCL come "
                "with the torch build)",
     "preset": "start every rank with the same preset and overrides",
@@ -171,16 +192,19 @@ def _clause(difference: records.Difference) -> str:
 
 
 def message(found: Sequence[records.Difference], odd: Sequence[Any], odd_count: int, world_size: int,
-            reference_host: str) -> str:
-    """One line: the odd ranks out, each key they differ on (values masked, grouped by value), and the fix."""
+            reference_host: str, more: int = 0) -> str:
+    """One line, bounded whatever the peers sent: the odd ranks out, each key they differ on (at most
+    :data:`MAX_SAID`; values masked, visible, grouped by value), and the fix. ``more``: differences the
+    report does not list either."""
     keys = {d.name for d in found}
     said = [d for d in found if not (d.name == _DEBUG_LEVEL and "var.TORCH_DISTRIBUTED_DEBUG" in keys)]
     said.sort(key=lambda d: (d.name.startswith("effective."), not d.stops, d.name))
+    unsaid, said = len(said) - MAX_SAID + more, said[:MAX_SAID]
     unread = odd_count - len(odd)
     if odd_count > world_size - odd_count:  # most ranks differ from rank 0: rank 0's side is the odd one
-        out = f"{_ranks([0], [reference_host], world_size - 1 - odd_count)} (the others differ from them)"
+        out = f"{_ranks([0], [_host(reference_host)], world_size - 1 - odd_count)} (the others differ from them)"
     else:
-        out = _ranks([o.rank for o in odd], [o.host for o in odd]) + (f" and {unread} more" if unread else "")
+        out = _ranks([o.rank for o in odd], [_host(o.host) for o in odd]) + (f" and {unread} more" if unread else "")
     variables = sorted({label(d.name) for d in said if d.name.startswith("var.")}
                        | ({"TORCH_DISTRIBUTED_DEBUG"} if _DEBUG_LEVEL in keys else set()))
     example = variables[0] if len(variables) == 1 else "NAME"
@@ -191,8 +215,12 @@ def message(found: Sequence[records.Difference], odd: Sequence[Any], odd_count: 
               if kind in _FIXES]
     stops = any(d.stops for d in found)
     head = "the ranks did not start alike" + (" in what collectives depend on" if stops else "")
-    tail = f"; or set {PRESET}.distributed.agree=warn to go on anyway" if stops else ""
-    return f"{head}; odd one out: {out}. {' | '.join(_clause(d) for d in said)}. Fix: {'; '.join(fixes)}{tail}."
+    tail = f"; or set {PRESET}.distributed.agree=warn to go on anyway" \
+        if any(d.stops and d.kind != POLICY for d in found) else ""
+    rest = f" | and {unsaid} more differences (distributed.agreement in each rank's report)" if unsaid > 0 else ""
+    # Each value and host is shown one line and visible already; the preset's key is named later (PRESET).
+    return outbound.cut(f"{head}; odd one out: {out}. {' | '.join(_clause(d) for d in said)}{rest}. "
+                        f"Fix: {'; '.join(fixes)}{tail}.", outbound.MAX_FINDING)
 
 
 # -- where and how to compare ---------------------------------------------------------------------
@@ -223,12 +251,12 @@ def compare_with_report(reference: records.Report, own: Dict[str, str], rank: in
 
 def outcome(reference: Mapping[str, str], reference_host: str, odd: Sequence[Any], odd_count: int,
             world_size: int, policy: str) -> records.Agreement:
-    found = differences(reference, reference_host, odd, odd_count, world_size, policy)
+    found, more = differences(reference, reference_host, odd, odd_count, world_size, policy)
     if not found:
         return records.Agreement(status=Status.AGREED.value)
     status = Status.STOPPED if any(d.stops for d in found) else Status.DIFFERS
-    return records.Agreement(status=status.value, differences=found,
-                             message=message(found, odd, odd_count, world_size, reference_host))
+    return records.Agreement(status=status.value, differences=found, more_differences=more,
+                             message=message(found, odd, odd_count, world_size, reference_host, more))
 
 
 def run_key(environ: Mapping[str, str], launch: Any, number: int) -> str:
@@ -247,53 +275,76 @@ def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLi
           timeout_s: int, planned: Collection[str] = ()) -> Tuple[records.Agreement, Any]:
     """Compare this rank with rank 0, the best way the launch allows. Returns the record (its ``status``
     says what to do) and the store it made, for the process group to use (None where it made none).
-    ``planned``: the variables this job's plan decided (see :func:`compare_with_report`)."""
-    if policy == "off":
-        return records.Agreement(status=Status.OFF.value, policy=policy), None
-    own = fingerprint(facts, os.environ)
-    base = dict(policy=policy, ranks=launch.world_size, host=host(), digest=digest(own), fingerprint=own)
+    ``planned``: the variables this job's plan decided (see :func:`compare_with_report`).
+
+    Under ``off`` nothing is compared, but where the ranks meet in a store a rank still says its policy
+    there: a rank under ``error`` waits for every rank, and must learn that one runs under ``off``."""
+    base: Dict[str, Any] = dict(policy=policy, ranks=launch.world_size, host=host())
+    own: Dict[str, str] = {}
+    if policy != "off":
+        own = fingerprint(facts, os.environ)
+        base.update(digest=digest(own), fingerprint=own)
+    off = records.Agreement(status=Status.OFF.value, **base)
     if launch.world_size == 1:
-        return records.Agreement(status=Status.SINGLE.value, **base), None
+        return (off if policy == "off" else records.Agreement(status=Status.SINGLE.value, **base)), None
     from bootstrap.distributed import group
 
     if group.in_use():  # a framework made the group before the job started (Ray Train): its store
         when = f"after the process group, which {launch.launcher.value} made before the job started"
-        return _exchange(group.default_store, facts, launch, base, "group_store", when)
+        return _exchange(None, facts, launch, base, "group_store", when, timeout_s)
     if launch.row.framework_makes_group:  # Lightning: rank 0's report is in the shared run directory
-        return _against_report(output_dir, own, launch, base, planned), None
-    if creates_group or os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        return (off if policy == "off" else _against_report(output_dir, own, launch, base, planned)), None
+    if creates_group or launch.row.agent_store(os.environ):
         group.check_no_abandoned_rendezvous()  # rank 0 may host the store at MASTER_PORT
         when = "before the process group" if creates_group else "at job start (no process group is made)"
-        return _exchange(lambda: group.rendezvous_store(launch, timeout_s), facts, launch, base,
-                         "store", when)
+        return _exchange(launch, facts, launch, base, "store", when, timeout_s)
+    if policy == "off":
+        return off, None
     return records.Agreement(status=Status.NOT_CHECKED.value, note=(
         "no store exists before the task runs: the bootstrap makes no process group "
         f"({PRESET}.distributed.init=never) and {launch.launcher.value} offers none"), **base), None
 
 
-def _exchange(make_store: Callable[[], Any], facts: Facts, launch: Any, base: dict, via: str,
-              when: str) -> Tuple[records.Agreement, Any]:
+def _exchange(rendezvous: Any, facts: Facts, launch: Any, base: dict, via: str, when: str,
+              timeout_s: int) -> Tuple[records.Agreement, Any]:
+    """Through the store ``rendezvous_store(rendezvous)`` makes (``rendezvous``: the launch), or the existing
+    group's (None); every wait within one ``timeout_s``."""
     from bootstrap.distributed import agree_store, group
+    from bootstrap.distributed.waits import Deadline
 
     _checks[0] += 1
-    key = run_key(os.environ, launch, _checks[0])
+    key, deadline, policy = run_key(os.environ, launch, _checks[0]), Deadline(timeout_s), base["policy"]
 
     def work():
-        store = make_store()
-        return store, agree_store.exchange(store, key, launch.rank, launch.world_size, base["host"],
-                                           lambda salt: fingerprint(facts, os.environ, salted(salt)))
+        store = group.rendezvous_store(rendezvous, deadline) if rendezvous is not None else group.default_store()
+        own_timeout = store.timeout  # the group's store keeps its own; a store made here gets the group's
+        try:
+            return store, agree_store.exchange(store, key, launch.rank, launch.world_size, base["host"], policy,
+                                               lambda salt: fingerprint(facts, os.environ, salted(salt)), deadline)
+        finally:
+            store.set_timeout(own_timeout if rendezvous is None else datetime.timedelta(seconds=timeout_s))
 
     try:
         store, exchanged = group.run_interruptibly(work, lambda made: None, "bootstrap-agreement")
-    except (RuntimeError, ValueError, records.Unreadable) as error:  # a peer that never came, or wrote garbage
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+    except agree_store.Absent as absent:
         raise BootstrapError(
-            f"the ranks could not compare how they started ({PRESET}.distributed.agree): {first}. A rank that did "
-            f"not start, or crashed, stops the others here after {PRESET}.distributed.timeout_s; set "
-            f"{PRESET}.distributed.agree=off to skip the comparison.") from None
+            f"the ranks could not compare how they started ({PRESET}.distributed.agree): {absent} "
+            f"({PRESET}.distributed.timeout_s={timeout_s}); the ranks not named did. A rank that was not started, "
+            "crashed before its job, or cannot reach MASTER_ADDR:MASTER_PORT keeps the others waiting until then."
+        ) from None
+    except (RuntimeError, ValueError, records.Unreadable) as error:  # no store to reach, or a peer wrote garbage
+        first = outbound.finding(str(error).splitlines()[0] if str(error) else type(error).__name__, 300)
+        where = f" at {launch.master_addr}:{launch.master_port}" if rendezvous is not None else ""
+        raise BootstrapError(
+            f"the ranks could not compare how they started ({PRESET}.distributed.agree): the store{where} could "
+            f"not be used within {PRESET}.distributed.timeout_s={timeout_s}: {first}. Rank 0 hosts it: check that "
+            "rank 0 started and that MASTER_ADDR and MASTER_PORT name it.") from None
     reference = exchanged.reference
-    record = outcome(reference.fingerprint, reference.host, exchanged.odd, exchanged.odd_count, launch.world_size,
-                     base["policy"])
+    compared = {**reference.fingerprint, agree_store.POLICY_KEY: reference.policy} if reference.policy else \
+        reference.fingerprint
+    record = outcome(compared, reference.host, exchanged.odd, exchanged.odd_count, launch.world_size, policy)
+    if policy == "off" and record.status == Status.AGREED.value:
+        record.status = Status.OFF.value  # every rank runs under off: nothing was compared
     return _with(record, base, via=via, when=when), (store if via == "store" else None)
 
 

@@ -6,8 +6,12 @@ report does not hold is absent (shown as ``unset`` by whoever compares). What di
 comparison leaves out unless asked. :func:`environment` is the part a job does not choose through its own
 overrides: versions, hardware and inherited variables (the sweep summary's note, :mod:`bootstrap.sweep.environments`).
 
-Values are the report's, already masked where secret; a value holding the run's own directory (the flight
-recorder's ``TORCH_FR_DUMP_TEMP_FILE``) shows it as ``<run dir>``, so two runs compare alike.
+Every value is shown by one rule, whoever wrote the report (this version, another, a hand or a user's tool):
+masked by its name and its shape (:func:`bootstrap.doors.masking.masked`: ``WANDB_API_KEY``, an override
+``+env.vars.HF_TOKEN=...``, ``DB_PASSWORD=...`` inside a text) and made visible
+(:func:`bootstrap.doors.outbound.visible`: ``'Ring '`` against ``Ring``). A value holding the run's own
+directory (the flight recorder's ``TORCH_FR_DUMP_TEMP_FILE``) shows it as ``<run dir>``, so two runs compare
+alike.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import os
 import re
 from typing import Any, Dict, Iterable, Optional, Tuple
 
+from bootstrap.doors.masking import masked, masked_override
+from bootstrap.doors.outbound import visible
 from bootstrap.doors.records import Report
 
 SECTIONS = ("versions", "variables", "threads", "launch", "preset", "seeds", "torch", "lint")
@@ -29,23 +35,34 @@ NOT_IN_PREVIEW = (("launch", "agreement"), ("torch", "distributed debug level (e
 Facts = Dict[str, Dict[str, str]]
 
 
-def text(value: Any) -> Optional[str]:
-    """A fact as text: None stays None (unset), booleans as true/false, lists joined."""
+MAX_DEPTH = 4  # objects and lists shown inside one another in one fact; deeper ones show as "..."
+
+
+def text(value: Any, depth: int = 0) -> Optional[str]:
+    """A fact as text: None stays None (unset), booleans as true/false, lists joined, nesting bounded."""
     if value is None:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, (list, tuple, dict)) and depth >= MAX_DEPTH:
+        return "..."
     if isinstance(value, (list, tuple)):
         if not value:
             return None  # nothing listed reads as unset, not as a blank
-        return ", ".join(str(text(item)) for item in value)
+        return ", ".join(str(text(item, depth + 1)) for item in value)
     if isinstance(value, dict):
-        return ", ".join(f"{key}={text(item)}" for key, item in value.items())
+        return ", ".join(f"{key}={text(item, depth + 1)}" for key, item in value.items())
     return str(value)
 
 
+def shown(name: str, value: Any) -> Optional[str]:
+    """A fact's value as it is compared and shown: masked by its name and its shape, then visible."""
+    as_text = text(value)
+    return None if as_text is None else visible(masked(name, as_text))
+
+
 def _present(pairs: Iterable[Tuple[str, Any]]) -> Dict[str, str]:
-    return {key: shown for key, value in pairs if (shown := text(value)) is not None}
+    return {key: fact for key, value in pairs if (fact := shown(key, value)) is not None}
 
 
 def _versions(report: Report) -> Dict[str, str]:
@@ -62,13 +79,14 @@ def _fingerprint(report: Report) -> Dict[str, str]:
 
 
 def _inherited(report: Report) -> Dict[str, str]:
-    """Known variables set in the job's environment that the bootstrap did not plan: the fingerprint's ``var.*``."""
-    return {key[len("var."):]: value for key, value in _fingerprint(report).items()
-            if key.startswith("var.") and key[len("var."):] not in report.vars}
+    """Known variables set in the job's environment that the bootstrap did not plan: the fingerprint's ``var.*``
+    (shown)."""
+    return {name: str(shown(name, value)) for key, value in _fingerprint(report).items()
+            if key.startswith("var.") and (name := key[len("var."):]) not in report.vars}
 
 
 def _variables(report: Report) -> Dict[str, str]:
-    planned = {name: f"{var.value} ({var.source})" for name, var in report.vars.items()}
+    planned = {name: f"{shown(name, var.value)} ({visible(var.source)})" for name, var in report.vars.items()}
     return {**planned, **{name: f"{value} ({INHERITED})" for name, value in _inherited(report).items()}}
 
 
@@ -94,9 +112,10 @@ def _launch(report: Report) -> Dict[str, str]:
 
 
 def _preset(report: Report) -> Dict[str, str]:
-    return _present([("name", report.preset), ("digest", report.preset_digest),
-                     ("resolved", report.resolved.describe() if report.resolved else None),
-                     ("overrides", " ".join(report.overrides) or None)])
+    overrides = " ".join(visible(masked_override(o)) for o in report.overrides)
+    return {**_present([("name", report.preset), ("digest", report.preset_digest),
+                        ("resolved", report.resolved.describe() if report.resolved else None)]),
+            **({"overrides": overrides} if overrides else {})}
 
 
 def _seeds(report: Report) -> Dict[str, str]:
@@ -106,9 +125,8 @@ def _seeds(report: Report) -> Dict[str, str]:
 
 
 def _torch(report: Report) -> Dict[str, str]:
-    settings = _present(report.torch.to_json().items())
     level = _fingerprint(report).get("effective.distributed_debug")
-    return {**settings, **_present([("distributed debug level (effective)", level)])}
+    return _present([*report.torch.to_json().items(), ("distributed debug level (effective)", level)])
 
 
 def _lint(report: Report) -> Dict[str, str]:
@@ -117,7 +135,7 @@ def _lint(report: Report) -> Dict[str, str]:
         key, count = f"{finding.name} ({finding.kind})", 2
         while key in findings:
             key, count = f"{finding.name} ({finding.kind}) #{count}", count + 1
-        findings[key] = finding.message
+        findings[key] = str(shown(key, finding.message))
     return findings
 
 
@@ -159,5 +177,5 @@ def environment(report: Report) -> Dict[str, str]:
     versions = {key: value for key, value in _versions(report).items() if key != "device"}  # the preset's choice
     hardware = _present([("CPUs", found.cpus), ("usable CPUs", found.cpus_usable),
                          ("CPU affinity", found.cpu_affinity)])
-    shell = {name: var.value for name, var in report.vars.items() if var.source == "shell"}
+    shell = _present((name, var.value) for name, var in report.vars.items() if var.source == "shell")
     return {**versions, **hardware, **shell, **_inherited(report)}

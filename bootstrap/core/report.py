@@ -25,7 +25,7 @@ from bootstrap.core.auto import Choice
 from bootstrap.core.plan import Plan
 from bootstrap.core.versions import Check, Found
 from bootstrap.distributed.group import GroupState
-from bootstrap.doors import records
+from bootstrap.doors import outbound, records
 from bootstrap.doors.masking import masked, masked_override
 from bootstrap.doors.records import REPORT_NAME, SCHEMA_VERSION, Report, report_name  # noqa: F401 - their old home
 from bootstrap.doors.textenum import TextEnum
@@ -312,8 +312,9 @@ def _as_number(item: Any, inside: bool = False) -> Tuple[Optional[float], str]:
 def format_table(report: Report) -> str:
     """A short, aligned summary for the job log."""
     rows = [("variable", "value", "source", "effective")]
-    for name, v in report.vars.items():
-        rows.append((name, v.value, v.source, "yes" if v.effective else "children only"))
+    for name, v in report.vars.items():  # each row one line, whatever a value holds
+        rows.append((outbound.shown(name, limit=80), outbound.shown(v.value, name=name), outbound.shown(v.source),
+                     "yes" if v.effective else "children only"))
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     failed = [c.name for c in report.checks if not c.ok]

@@ -9,9 +9,11 @@ Hydra's own error naming the key. What OmegaConf cannot express (positive ints,
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from bootstrap.core import presets
 from bootstrap.doors.errors import PRESET, ConfigError
@@ -185,6 +187,47 @@ def validate(preset: EnvConfig) -> EnvConfig:
     return preset
 
 
+FREE_FORM = ("vars", "distributed.mesh")  # maps whose keys are the user's: variable names, mesh dimensions
+
+
+def unknown_key(tree: Any, cls: type = None, path: str = "") -> Optional[Tuple[str, List[str]]]:
+    """The first key of ``tree`` (a preset as plain data) that the schema does not know, as its dotted path, with
+    the keys known where it sits; None when every key is known. The free-form maps (:data:`FREE_FORM`) hold any."""
+    cls = cls or EnvConfig
+    if not isinstance(tree, dict) or path in FREE_FORM:
+        return None
+    hints = typing.get_type_hints(cls)
+    known = [f.name for f in dataclasses.fields(cls)]
+    for key, value in tree.items():
+        where = f"{path}.{key}" if path else str(key)
+        if key not in hints:
+            return where, known
+        if dataclasses.is_dataclass(hints[key]):
+            found = unknown_key(value, hints[key], where)
+            if found:
+                return found
+    return None
+
+
+def check_keys(tree: Any) -> None:
+    """Refuse a key the schema does not know, naming it and the nearest known one. Hydra refuses such a key
+    when it merges in struct mode, but its own hint (``+env.threds.intra_op=1``) adds it outside struct
+    mode, and the job would then run with the typo ignored: so the final config is checked too."""
+    found = unknown_key(tree)
+    if found is None:
+        return
+    import difflib
+
+    where, known = found
+    parent, _, key = where.rpartition(".")
+    under = f"{PRESET}.{parent}" if parent else PRESET
+    nearest = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    hint = f" Did you mean {under}.{nearest[0]}?" if nearest else ""
+    raise ConfigError(f"{PRESET}.{where}: the preset has no such setting, so the job would ignore it (a key added "
+                      f"with '+' is taken whatever its name).{hint} The settings under {under} are: "
+                      f"{', '.join(known)}.")
+
+
 def load(env_cfg: Any) -> EnvConfig:
     """Turn a DictConfig, a dict or an EnvConfig into a validated EnvConfig; ConfigError names ``env.<field>``."""
     if isinstance(env_cfg, EnvConfig):
@@ -194,6 +237,7 @@ def load(env_cfg: Any) -> EnvConfig:
 
     path = env_cfg._get_full_key(None) if isinstance(env_cfg, DictConfig) else ""
     try:
+        check_keys(OmegaConf.to_container(env_cfg, resolve=False) if isinstance(env_cfg, DictConfig) else env_cfg)
         if not (isinstance(env_cfg, DictConfig) and OmegaConf.get_type(env_cfg) is EnvConfig):
             # Hydra already typed a preset that lists the schema; anything else is typed here.
             env_cfg = OmegaConf.merge(OmegaConf.structured(EnvConfig), env_cfg)

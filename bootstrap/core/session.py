@@ -25,8 +25,9 @@ from bootstrap.core import active, agreement, presets, report, runtime, schema, 
 from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan, make_plan
 from bootstrap.core.report import Applied, JobInfo, JobStatus
-from bootstrap.distributed import launcher, seeding
+from bootstrap.distributed import frameworks, launcher, seeding
 from bootstrap.distributed.group import GroupState
+from bootstrap.distributed.group import in_use as group_in_use
 from bootstrap.doors import outbound, overrides
 from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, DisagreementError
 from bootstrap.doors.records import Report
@@ -122,8 +123,8 @@ class Session:
         """How this process was started (torchrun, Lightning, submitit, srun or single). Reads the environment."""
         dist_cfg = self.preset.distributed
         try:
-            self.launch = launcher.detect(os.environ, launcher.submitit_job(os.environ), dist_cfg.master_addr,
-                                          dist_cfg.master_port)
+            self.launch = launcher.detect(os.environ, frameworks.submitit_job(os.environ), dist_cfg.master_addr,
+                                          dist_cfg.master_port, group_exists=group_in_use())
         except ConfigError as error:
             raise ConfigError(f"{self.key}.distributed: {error}") from None
         return self.launch
@@ -246,7 +247,8 @@ class Session:
             if plan.dump_dir:
                 from bootstrap.distributed import flightrec
 
-                self._recorder = flightrec.JobRecorder(Path(plan.dump_dir), self.rank, self.world_size, started_ns)
+                self._recorder = flightrec.JobRecorder(Path(plan.dump_dir), self.rank, self.world_size, started_ns,
+                                                       self.preset.distributed.timeout_s)
                 self._changes.watcher = flightrec.Watcher(self._recorder, self._end_stuck)
                 self._changes.watcher.start()
             seeded = seeding.seed_everything(plan.global_seed) if plan.global_seed is not None else []

@@ -1,14 +1,22 @@
 """Comparing the ranks' fingerprints through a store, in a constant number of operations per rank.
 
-Rank 0 publishes its fingerprint with a fresh random salt; every other rank reads it, computes its
-own with that salt (a secret is compared as an HMAC keyed by the salt, so its digest means nothing
-outside this run) and compares. Only a rank that differs writes anything more: what differs, with
-its host. Then each rank counts itself in, waits for the last, and reads how many differed:
+Rank 0 publishes its policy (``env.distributed.agree``) and its fingerprint with a fresh random salt;
+every other rank reads them, computes its own with that salt (a secret is compared as an HMAC keyed by
+the salt, so its digest means nothing outside this run) and compares. A rank whose policy differs from
+rank 0's compares nothing else and says so: ranks that would decide differently must all stop, and a
+rank under ``off`` still takes part (without a fingerprint), so that no rank waits for one that will
+never come. Only a rank that differs writes anything more: what differs, with its host. Then each
+rank marks itself here, counts itself in, waits for the last, and reads how many differed:
 
-- every rank: 4 operations whatever the world size (rank 0: set, add, get, add; the others: get,
-  add, get, add; the last rank to arrive sets where the others get);
+- every rank: 5 operations whatever the world size (rank 0: set, set, add, get, add; the others: get,
+  set, add, get, add; the last rank to arrive sets where the others get);
 - a rank that differs: 2 more (add, set); and only when some differ does each rank read their
   records, at most :data:`MAX_NAMED` of them.
+
+Every wait shares one budget, the user's ``env.distributed.timeout_s`` (:class:`waits.Deadline`). When
+it runs out, the ranks that never marked themselves here are found by halving (``store.check`` on a
+span of marks at a time, a few calls per absent rank) and named (:class:`Absent`): a rank that started
+is never blamed for one that did not.
 
 ``tests/unit/test_agree_store.py`` counts the operations on a real ``TCPStore`` at 2 and 64 ranks.
 Everything a peer wrote is read through :mod:`bootstrap.doors.typed`: bounded, strict, typed.
@@ -17,8 +25,10 @@ Everything a peer wrote is read through :mod:`bootstrap.doors.typed`: bounded, s
 import json
 import secrets
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
+from bootstrap.distributed.ranks import Ranks
+from bootstrap.distributed.waits import Deadline
 from bootstrap.doors import inbound
 from bootstrap.doors.inbound import Unreadable
 from bootstrap.doors.typed import Section, section
@@ -27,6 +37,7 @@ PREFIX = "hydra_train_bootstrap/agree"
 MAX_NAMED = 16  # odd ranks whose records are read: enough to name them; the rest are counted
 MAX_RECORD_BYTES = 1 << 20  # a fingerprint is a few KiB; a peer cannot make this rank read megabytes
 MAX_VALUE_CHARS = 4096  # one value in a fingerprint (a variable's text)
+POLICY_KEY = "agree.policy"  # the key a rank whose policy differs from rank 0's sends instead of its fingerprint
 
 
 @section
@@ -35,7 +46,18 @@ class Reference(Section):
 
     host: str
     salt: str
-    fingerprint: Dict[str, str]
+    fingerprint: Dict[str, str]  # empty under agree=off
+    policy: Optional[str] = None  # env.distributed.agree on rank 0
+
+
+class Absent(RuntimeError):
+    """The budget ran out before every rank had marked itself here: ``ranks`` never did (``complete``: all of
+    them; else the first :data:`MAX_NAMED` found, and there are more)."""
+
+    def __init__(self, ranks: Ranks, complete: bool, world_size: int, timeout_s: float):
+        self.ranks, self.complete, self.world_size, self.timeout_s = ranks, complete, world_size, timeout_s
+        super().__init__(f"{ranks.text() if ranks else 'no rank could be asked'}{'' if complete else ' and more'}"
+                         f" of {world_size} did not reach the comparison within {timeout_s:g} s")
 
 
 @section
@@ -73,29 +95,63 @@ def _bounded(fingerprint: Dict[str, str]) -> Dict[str, str]:
     return {key: value[:MAX_VALUE_CHARS] for key, value in fingerprint.items()}
 
 
-def exchange(store, key: str, rank: int, world_size: int, host: str,
-             fingerprint: Callable[[str], Dict[str, str]]) -> Exchanged:
-    """Compare this rank's ``fingerprint(salt)`` with rank 0's through ``store`` (any c10d Store), under
-    ``key`` (one per check: the run, the restart, the check's number in this process).
-    Blocks until every rank has compared (each wait is bounded by the store's timeout)."""
+def exchange(store, key: str, rank: int, world_size: int, host: str, policy: str,
+             fingerprint: Callable[[str], Dict[str, str]], deadline: Deadline) -> Exchanged:
+    """Compare this rank's policy and ``fingerprint(salt)`` with rank 0's through ``store`` (any c10d Store),
+    under ``key`` (one per check: the run, the restart, the check's number in this process). Blocks until
+    every rank has compared, within ``deadline``; :class:`Absent` names the ranks that never came."""
+    store.set(f"{key}/here/{rank}", "")  # first: a rank waiting for rank 0 is here, and never named absent
     if rank == 0:
         salt = secrets.token_hex(16)
-        own = _bounded(fingerprint(salt))
-        reference = Reference(host=host, salt=salt, fingerprint=own)
+        own = {} if policy == "off" else _bounded(fingerprint(salt))
+        reference = Reference(host=host, salt=salt, fingerprint=own, policy=policy)
         store.set(f"{key}/ref", json.dumps(reference.to_json()))
     else:
-        reference = _read(store.get(f"{key}/ref"), Reference, "rank 0")
-        own = _bounded(fingerprint(reference.salt))
-        differs = differing(reference.fingerprint, own)
+        reference = _read(_waiting(store, f"{key}/ref", deadline, key, world_size), Reference, "rank 0")
+        if reference.policy not in (None, policy):  # nothing else is compared: the decisions would differ
+            own, differs = {}, {POLICY_KEY: policy}
+        else:
+            own = {} if policy == "off" else _bounded(fingerprint(reference.salt))
+            differs = differing(reference.fingerprint, own) if policy != "off" else {}
         if differs:
             slot = store.add(f"{key}/odd", 1)
             store.set(f"{key}/odd/{slot}", json.dumps(OddRank(rank=rank, host=host, values=differs).to_json()))
     if store.add(f"{key}/arrived", 1) == world_size:
         store.set(f"{key}/done", "1")
     else:
-        store.get(f"{key}/done")  # until the last rank has compared
+        _waiting(store, f"{key}/done", deadline, key, world_size)  # until the last rank has compared
     count = store.add(f"{key}/odd", 0)
     slots = range(1, min(count, MAX_NAMED) + 1)
     records = store.multi_get([f"{key}/odd/{slot}" for slot in slots]) if count else []
     odd = [_read(data, OddRank, f"odd record {slot}") for slot, data in zip(slots, records, strict=True)]
     return Exchanged(reference, own, sorted(odd, key=lambda record: record.rank), count)
+
+
+def _waiting(store, name: str, deadline: Deadline, key: str, world_size: int) -> bytes:
+    """``store.get(name)`` within what is left of ``deadline``; :class:`Absent` when it runs out."""
+    try:
+        return deadline.bound(store).get(name)
+    except RuntimeError:  # torch's DistStoreError: the budget ran out before the key was set
+        try:
+            absent, complete = absent_ranks(store, key, world_size)
+        except RuntimeError:  # the store itself went away (rank 0, which hosts it, ended)
+            absent, complete = Ranks(), False
+        raise Absent(absent, complete, world_size, deadline.timeout_s) from None
+
+
+def absent_ranks(store, key: str, world_size: int, limit: int = MAX_NAMED) -> Tuple[Ranks, bool]:
+    """The ranks that never marked themselves here, up to ``limit`` of them, and whether that is all of them.
+    Found by halving: ``store.check`` of a span's marks answers at once, so each absent rank costs a few calls
+    and the ranks that came cost nothing more."""
+    found: List[int] = []
+    pending = [(0, world_size)]
+    while pending and len(found) < limit:
+        start, stop = pending.pop()
+        if store.check([f"{key}/here/{rank}" for rank in range(start, stop)]):
+            continue
+        if stop - start == 1:
+            found.append(start)
+            continue
+        middle = (start + stop) // 2
+        pending += [(middle, stop), (start, middle)]  # the lower half first
+    return Ranks.of(found), not pending

@@ -102,10 +102,12 @@ def _written_since(path: Path, since_ns: int) -> bool:
 
 
 class JobRecorder:
-    """One job's dumps: this rank's, in ``dump_dir``, of the collectives since ``since_ns``."""
+    """One job's dumps: this rank's, in ``dump_dir``, of the collectives since ``since_ns``. Its waits (for the
+    peers' dumps, for the main thread after a signal) are bounded by ``timeout_s`` too, the user's."""
 
-    def __init__(self, dump_dir: Path, rank: int, world_size: int, since_ns: int):
+    def __init__(self, dump_dir: Path, rank: int, world_size: int, since_ns: int, timeout_s: float = PEERS_S):
         self.dump_dir, self.rank, self.world_size, self.since_ns = dump_dir, rank, world_size, since_ns
+        self.timeout_s = timeout_s
         self._ending = False  # this rank is collecting for its own failure
 
     def dump(self, reason: str) -> Optional[Path]:
@@ -123,7 +125,8 @@ class JobRecorder:
         mine = self.dump(reason)
         if self.world_size > 1:
             request_dumps(self.rank)
-            wait_for_dumps(self.dump_dir, self.world_size, self.since_ns)  # any dump of this job counts
+            # any dump of this job counts
+            wait_for_dumps(self.dump_dir, self.world_size, self.since_ns, min(PEERS_S, self.timeout_s))
         # This job's dumps only: one left by an earlier run in a reused directory is stale, not this job's.
         found = hang.findings(self.dump_dir, since_ns=self.since_ns, world_size=self.world_size)
         if mine is None and not found["dumps"]:
@@ -213,7 +216,8 @@ class Watcher:
     def _signalled(self, signum: int) -> None:
         self._safely(lambda: self._recorder.dump(f"signal {signal.Signals(signum).name}"))
         # Only SIGTERM is ended from here: a SIGINT (Ctrl-C) the task may catch, and go on (Lightning does).
-        if signum == signal.SIGTERM and not self._main_alive.wait(GRACE_S):  # its handler never ran: stuck in C++
+        grace = min(GRACE_S, self._recorder.timeout_s)
+        if signum == signal.SIGTERM and not self._main_alive.wait(grace):  # its handler never ran: stuck in C++
             self._on_stuck(signum)
 
     @staticmethod

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Dict, Generic, List, Mapping, MutableMapping, Optional, Tuple, TypeVar
 
 from bootstrap.distributed.launcher import Launch
+from bootstrap.distributed.waits import Deadline
 from bootstrap.doors.errors import BootstrapError
 from bootstrap.doors.textenum import TextEnum
 
@@ -199,17 +200,19 @@ def default_store():
     return dist.distributed_c10d._get_default_store()
 
 
-def rendezvous_store(launch: Launch, timeout_s: int):
+def rendezvous_store(launch: Launch, deadline: Deadline):
     """The store ``init_method="env://"`` would make, made before the group so that the ranks can compare
-    how they started first: a client of torchrun's agent store where torchrun offers it
-    (TORCHELASTIC_USE_AGENT_STORE), else hosted by rank 0 at MASTER_ADDR:MASTER_PORT, for the group the
-    bootstrap is about to make, which takes it over. Blocks until rank 0's store is up."""
+    how they started first: a client of torchrun's agent store where torchrun offers it (the launcher's row:
+    ``agent_store``), else hosted by rank 0 at MASTER_ADDR:MASTER_PORT, for the group the bootstrap is about
+    to make, which takes it over. A client waits for rank 0's store within ``deadline``; rank 0 does not wait
+    for its clients here (``wait_for_workers=False``): the comparison waits for every rank, and can then
+    name those that never came."""
     import torch.distributed as dist
 
-    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    agent = launch.row.agent_store(os.environ)
     return dist.TCPStore(launch.master_addr or "127.0.0.1", int(launch.master_port), launch.world_size,
-                         is_master=not agent and launch.rank == 0, timeout=datetime.timedelta(seconds=timeout_s),
-                         multi_tenant=not agent)
+                         is_master=not agent and launch.rank == 0, timeout=deadline.left(),
+                         wait_for_workers=False, multi_tenant=not agent)
 
 
 def _make_group(state: GroupState, launch: Launch, backend: str, timeout_s: int, device: str,
@@ -271,31 +274,47 @@ def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape:
                              ProcessGroup.teardown, "bootstrap-rendezvous")
 
 
-def agree_on_run_dir(run_dir: str, environ: Mapping[str, str] = os.environ, timeout_s: int = 300) -> str:
-    """Under torchrun, return rank 0's run directory on every rank.
+MAX_RUN_DIR_BYTES = 4096  # a path, as rank 0 sends it (PATH_MAX)
+
+
+def agree_on_run_dir(run_dir: str, launch: Launch, timeout_s: int, environ: Mapping[str, str] = os.environ) -> str:
+    """Under torchrun, return rank 0's run directory on every rank, within ``timeout_s`` (the preset's
+    ``env.distributed.timeout_s``) for connecting and reading together.
 
     Every rank runs Hydra and resolves ``${now:...}`` from its own clock, so ranks
     can land in different directories. torchrun's agent hosts a store that its
     workers may use (TORCHELASTIC_USE_AGENT_STORE): rank 0 publishes its directory
-    there, keyed by the run id and restart count, and the others read it.
+    there, keyed by the run id and restart count, and the others read it, strictly (bounded UTF-8 text).
     """
-    if environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or int(environ.get("WORLD_SIZE", "1")) <= 1:
+    if launch.world_size <= 1 or not launch.row.agent_store(environ):
         return run_dir
-    addr, port, rank = environ["MASTER_ADDR"], int(environ["MASTER_PORT"]), environ.get("RANK")
     key = (f"hydra_train_bootstrap/{environ.get('TORCHELASTIC_RUN_ID', '')}/"
            f"{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/run_dir")
+    deadline = Deadline(timeout_s)
 
     def exchange() -> str:
         import torch.distributed as dist
 
-        store = dist.TCPStore(addr, port, is_master=False, timeout=datetime.timedelta(seconds=timeout_s))
-        if rank == "0":
+        store = dist.TCPStore(launch.master_addr or "127.0.0.1", int(launch.master_port), is_master=False,
+                              timeout=deadline.left())
+        if launch.rank == 0:
             store.set(key, run_dir)
             return run_dir
-        return store.get(key).decode()  # waits until rank 0 has set it
+        data = deadline.bound(store).get(key)  # waits until rank 0 has set it
+        if len(data) > MAX_RUN_DIR_BYTES or b"\0" in data:
+            raise ValueError(f"rank 0's run directory is not a path ({len(data)} bytes)")
+        return data.decode("utf-8")
 
-    # Off the main thread, like the rendezvous: Ctrl-C must not wait for rank 0.
-    return run_interruptibly(exchange, lambda _: None, "bootstrap-run-dir")
+    try:  # off the main thread, like the rendezvous: Ctrl-C must not wait for rank 0
+        return run_interruptibly(exchange, lambda _: None, "bootstrap-run-dir")
+    except (RuntimeError, ValueError) as error:  # RuntimeError: torch's DistStoreError, DistNetworkError
+        from bootstrap.doors import outbound
+
+        raise BootstrapError(
+            f"rank {launch.rank} could not learn rank 0's run directory from torchrun's store at "
+            f"{launch.master_addr}:{launch.master_port} within env.distributed.timeout_s={timeout_s}: "
+            f"{outbound.finding(str(error).splitlines()[0] if str(error) else type(error).__name__, 300)}. "
+            "Rank 0 did not start, or failed before its job started (its own output says why).") from None
 
 
 FIRST_FAILURE_KEY = "hydra_train_bootstrap/first_failure"

@@ -13,11 +13,11 @@ call; detection reads only the environment and what they returned.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
-from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
 from bootstrap.distributed import launchvars
+from bootstrap.distributed.frameworks import SubmititJob, in_ray_worker, ray_assigned_cpus
 from bootstrap.distributed.launchvars import count, derived_port, first_host, slurm_job_id, tasks_on_node, whole_number
 from bootstrap.doors.errors import ConfigError
 from bootstrap.doors.textenum import TextEnum
@@ -80,25 +80,13 @@ class Launch:
 
 
 @dataclass(frozen=True)
-class SubmititJob:
-    """The fields of ``submitit.JobEnvironment()`` the bootstrap uses."""
-
-    job_id: str
-    global_rank: int
-    local_rank: int
-    num_tasks: int
-    num_nodes: int
-    hostnames: Sequence[str]
-    node: int = 0
-
-
-@dataclass(frozen=True)
 class Hints:
     """What a detector may use beside the environment."""
 
     submitit_job: Optional[SubmititJob] = None  # what submitit.JobEnvironment() reports, if anything
     master_addr: Optional[str] = None  # env.distributed.master_addr
     master_port: Optional[int] = None  # env.distributed.master_port
+    group_exists: Optional[bool] = None  # is there a default process group already? None: not asked
 
     def address(self, environ: Mapping[str, str]) -> Tuple[Optional[str], Optional[int]]:
         """MASTER_ADDR/MASTER_PORT in the environment win over the preset's, as any user setting does.
@@ -129,6 +117,14 @@ def _torchrun_style(launcher: str, environ: Mapping[str, str], hints: Hints, nod
                   master_addr=addr, master_port=port, job_id=job_id)
 
 
+AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
+
+
+def _uses_agent_store(environ: Mapping[str, str]) -> bool:
+    """torchrun's workers use its agent's store (torch elastic sets the variable to True or False)."""
+    return environ.get(AGENT_STORE) == "True"
+
+
 def _has_rank(environ: Mapping[str, str]) -> bool:
     return "RANK" in environ and "WORLD_SIZE" in environ
 
@@ -155,28 +151,6 @@ def _ray_task(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
         return None
     return Launch("ray_task", master_addr=hints.master_addr, master_port=hints.master_port,
                   job_id=environ.get("RAY_JOB_ID"))
-
-
-def _ray_assigned_cpus() -> Optional[int]:
-    """The CPUs Ray assigned this worker (its resources), where it says. Asks the running Ray."""
-    if "ray" not in sys.modules:  # never imported here: a job in a Ray worker has it imported already
-        return None
-    try:
-        cpus = sys.modules["ray"].get_runtime_context().get_assigned_resources().get("CPU")
-    except Exception:  # noqa: BLE001 - not inside a worker after all, or another Ray version's API
-        return None
-    return max(1, int(cpus)) if cpus else None
-
-
-def _in_ray_worker() -> bool:
-    """Is this a Ray worker process? Ray counts a worker that exits as crashed and re-runs it
-    (see ``errors.JobRefused``). Asks the running Ray."""
-    ray = sys.modules.get("ray")
-    try:
-        return ray is not None and ray.is_initialized() and \
-            ray.get_runtime_context().worker.mode == ray.WORKER_MODE
-    except Exception:  # noqa: BLE001 - a Ray too different to ask: behave as outside Ray
-        return False
 
 
 def _kubeflow(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
@@ -266,24 +240,6 @@ def _submitit(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
                   master_port=port or derived_port(job.job_id), job_id=job.job_id)
 
 
-def submitit_job(environ: Mapping[str, str]) -> Optional[SubmititJob]:
-    """What ``submitit.JobEnvironment()`` reports, inside a submitit job with submitit installed (the
-    :class:`Hints` the session gives :func:`detect`). Asks the running submitit."""
-    if not any(name.startswith("SUBMITIT_") for name in environ):
-        return None  # not a submitit job: skip importing submitit at all
-    try:
-        import submitit
-    except ImportError:
-        return None
-    try:
-        job = submitit.JobEnvironment()
-    except RuntimeError:  # submitit finds no job environment
-        return None
-    return SubmititJob(job_id=str(job.job_id), global_rank=job.global_rank, local_rank=job.local_rank,
-                       num_tasks=job.num_tasks, num_nodes=job.num_nodes, hostnames=list(job.hostnames),
-                       node=job.node)
-
-
 def _srun(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     """A task of a plain ``srun`` step: SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, SLURM_NODELIST, ...
 
@@ -334,8 +290,15 @@ class LauncherRow:
 
     name: str  # the report's distributed.launcher
     detect: Detector  # the launch it started, or None: not this launcher; reads the environment only
+    mark: str = ""  # the variables that only it sets, as messages name them
     exports_rendezvous: bool = False  # sets no (or not all) torchrun-style variables: the bootstrap exports them
     framework_makes_group: bool = False  # the framework that started the ranks makes the process group itself
+    # The framework made the process group before the job started (Ray Train): a world without one is not its.
+    group_before_job: bool = False
+    # It hosts a store that its workers use as torch's env:// would (torchrun's agent, when
+    # TORCHELASTIC_USE_AGENT_STORE=True): the ranks compare how they started through it (core.agreement)
+    # and agree on rank 0's run directory (group.agree_on_run_dir); no rank hosts one.
+    agent_store: Callable[[Mapping[str, str]], bool] = lambda environ: False
     # Its ranks agree on rank 0's run directory through its store (group.agree_on_run_dir); the ranks of
     # other launchers use one named after the launch's job id.
     run_dir_from_store: bool = False
@@ -358,28 +321,30 @@ class LauncherRow:
 LAUNCHERS: Tuple[LauncherRow, ...] = (
     # torchrun / torch elastic (and what uses it: accelerate launch, torchrun in a pod). Where
     # OMP_NUM_THREADS is unset it sets 1 for more than one process per node.
-    LauncherRow("torchrun", _torchrun, run_dir_from_store=True,
+    LauncherRow("torchrun", _torchrun, "TORCHELASTIC_RUN_ID", run_dir_from_store=True, agent_store=_uses_agent_store,
                 omp_threads=lambda launch, own_cpus: 1 if launch.local_world_size > 1 else None),
     # a Ray Train worker: Ray set the variables and made the process group. Where OMP_NUM_THREADS
     # is unset, Ray (as for a task) sets the CPUs it assigned the worker.
-    LauncherRow("ray", _ray, framework_makes_group=True, own_cpus=_ray_assigned_cpus,
-                omp_threads=lambda launch, own_cpus: own_cpus, exits_are_retried=_in_ray_worker),
+    LauncherRow("ray", _ray, "RAY_RAYLET_PID", framework_makes_group=True, group_before_job=True,
+                own_cpus=ray_assigned_cpus,
+                omp_threads=lambda launch, own_cpus: own_cpus, exits_are_retried=in_ray_worker),
     # one process in a Ray worker: a task or actor (hydra-ray-launcher's jobs)
-    LauncherRow("ray_task", _ray_task, own_cpus=_ray_assigned_cpus, omp_threads=lambda launch, own_cpus: own_cpus,
-                exits_are_retried=_in_ray_worker),
+    LauncherRow("ray_task", _ray_task, "RAY_RAYLET_PID without RANK", own_cpus=ray_assigned_cpus,
+                omp_threads=lambda launch, own_cpus: own_cpus,
+                exits_are_retried=in_ray_worker),
     # python started directly in a Kubeflow PyTorchJob pod
-    LauncherRow("kubeflow", _kubeflow, exports_rendezvous=True),
+    LauncherRow("kubeflow", _kubeflow, "PET_NNODES or PET_NPROC_PER_NODE", exports_rendezvous=True),
     # a rank >= 1 that Lightning's `ddp` strategy re-launched
-    LauncherRow("lightning", _lightning, framework_makes_group=True),
+    LauncherRow("lightning", _lightning, "LOCAL_RANK and NODE_RANK without RANK", framework_makes_group=True),
     # mpirun / mpiexec: Open MPI, MPICH, Intel MPI, MVAPICH
-    LauncherRow("mpi", _mpi, exports_rendezvous=True,
+    LauncherRow("mpi", _mpi, "an MPI's rank and size variables", exports_rendezvous=True,
                 master_addr_hint=" MPI gives no master address; pass it with mpirun -x MASTER_ADDR."),
     # submitit on SLURM or submitit_local
-    LauncherRow("submitit", _submitit, exports_rendezvous=True),
+    LauncherRow("submitit", _submitit, "SUBMITIT_EXECUTOR", exports_rendezvous=True),
     # a task of a plain srun step
-    LauncherRow("slurm", _srun, exports_rendezvous=True, scheduler_job_id=slurm_job_id),
+    LauncherRow("slurm", _srun, "SLURM_STEP_ID", exports_rendezvous=True, scheduler_job_id=slurm_job_id),
     # torchrun-style variables set by hand or by another tool
-    LauncherRow("env", _env),
+    LauncherRow("env", _env, "RANK and WORLD_SIZE"),
     # one process, nothing started it as a rank
     LauncherRow("single", _single),
 )
@@ -393,10 +358,36 @@ def detect(
     submitit_job: Optional[SubmititJob] = None,
     master_addr: Optional[str] = None,
     master_port: Optional[int] = None,
+    group_exists: Optional[bool] = None,
 ) -> Launch:
-    """The launch the first matching row's detector reports (``single`` takes any environment)."""
-    hints = Hints(submitit_job, master_addr, master_port)
-    return next(launch for launch in (row.detect(environ, hints) for row in LAUNCHERS) if launch is not None)
+    """The launch the first matching row's detector reports (``single`` takes any environment); evidence that
+    contradicts itself is a ConfigError. ``group_exists``: whether a default process group exists now (None:
+    not known, as in :func:`peek`)."""
+    hints = Hints(submitit_job, master_addr, master_port, group_exists)
+    launch = next(launch for launch in (row.detect(environ, hints) for row in LAUNCHERS) if launch is not None)
+    _refuse_contradictions(launch, environ, hints)
+    return launch
+
+
+def _refuse_contradictions(launch: Launch, environ: Mapping[str, str], hints: Hints) -> None:
+    """Evidence that the launcher started this process, which the rest of the evidence denies: a process that
+    would come out neither one process nor one rank of a world that can form (it would wait for what no
+    one provides, or report a world with no group). One line, naming the variables."""
+    if launch.world_size <= 1:
+        return
+    name, world = launch.launcher.value, f"rank {launch.rank} of {launch.world_size}"
+    if environ.get(AGENT_STORE) == "True" and not launch.row.agent_store(environ):
+        raise ConfigError(
+            f"{AGENT_STORE}=True says torchrun's agent hosts the ranks' store, but torchrun did not start this "
+            f"process (no TORCHELASTIC_RUN_ID; {name} started it, {world}): every rank would wait for a store that "
+            f"no process hosts. Unset {AGENT_STORE} where it leaked from a torchrun job's environment, or start "
+            "the ranks with torchrun.")
+    if launch.row.group_before_job and hints.group_exists is False:
+        raise ConfigError(
+            f"{name}: {launch.row.mark} with RANK={launch.rank} and WORLD_SIZE={launch.world_size} say this is {world} "
+            f"of a world whose process group {name} makes before the job starts, but no process group exists. Start "
+            f"the job where {name} makes the group (inside its training function), or unset RANK and WORLD_SIZE "
+            "where they leaked into this process.")
 
 
 def peek(environ: Mapping[str, str]) -> Launch:

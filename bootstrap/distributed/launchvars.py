@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import List, Mapping, Optional, Tuple
 
+from bootstrap.doors import outbound
 from bootstrap.doors.errors import ConfigError
 
 # The port range for a port derived from a job id: above the well-known and
@@ -84,9 +85,9 @@ def _split_top_level(text: str) -> List[str]:
 def _range_bounds(part: str, group: str) -> Tuple[str, str]:
     low, _, high = part.partition("-")
     if not re.fullmatch(r"\d{1,18}", low, re.ASCII) or (high and not re.fullmatch(r"\d{1,18}", high, re.ASCII)):
-        raise ConfigError(f"Cannot read the host range [{group}] in SLURM_NODELIST.")
+        raise ConfigError(f"Cannot read the host range [{outbound.shown(group)}] in SLURM_NODELIST.")
     if high and int(high) < int(low):
-        raise ConfigError(f"The host range [{group}] in SLURM_NODELIST runs backwards.")
+        raise ConfigError(f"The host range [{outbound.shown(group)}] in SLURM_NODELIST runs backwards.")
     return low, high or low
 
 

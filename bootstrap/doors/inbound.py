@@ -3,23 +3,30 @@
 A file on disk is untrusted: another run, a teammate, a copy, an attacker may have left it.
 Each reader returns plain data of a known shape or raises :class:`Unreadable` with a one-line
 reason, never anything else: a directory, a FIFO, a device, a dangling link, a file past its
-size limit, bytes that are not UTF-8, text that is not JSON or YAML, nesting deep enough to
-exhaust the parser, integers past Python's digit limit and pickles that would run code all
-end there. The typed values built on top (:mod:`bootstrap.doors.records` for reports,
-:mod:`bootstrap.distributed.dumps` for flight-recorder dumps) check the shape of what these return.
+size limit, bytes that are not UTF-8, text that is not JSON or YAML, nesting deeper than
+:data:`MAX_DEPTH` (a parser's own limit is far deeper, and every renderer after it would
+recurse as deep), integers past Python's digit limit and pickles that would run code all
+end there. Key material is read only from a private regular file of this user's
+(:func:`read_private_bytes`), never through a link. The typed values built on top
+(:mod:`bootstrap.doors.records` for reports, :mod:`bootstrap.distributed.dumps` for flight-recorder
+dumps) check the shape of what these return.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pickle
 import stat
 from pathlib import Path
-from typing import Any, List
+from typing import Any, List, Optional
 
 MAX_TEXT_BYTES = 16 * 2**20  # a report or overrides.yaml is a few KiB; anything this large is not one
 MAX_DUMP_BYTES = 256 * 2**20  # a flight-recorder dump: 20,000 entries with stacks fit well within
+# Objects and lists inside one another. A report nests 8 deep, a flight-recorder dump 6; a reader that
+# returns deeper data would hand every renderer after it (bootstrap diff, the summary) a recursion.
+MAX_DEPTH = 32
 
 
 class Unreadable(Exception):
@@ -52,6 +59,26 @@ def read_text(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
         raise Unreadable(f"{Path(path).name}: not UTF-8 text") from None
 
 
+def bounded_depth(value: Any, what: str, limit: int = MAX_DEPTH) -> Any:
+    """``value`` itself, if no object or list in it lies more than ``limit`` deep; else :class:`Unreadable`.
+    Walked without recursion, so the check itself cannot exhaust the stack. One object that YAML's
+    aliases or a pickle's memo share many times over (a cycle, "a billion laughs") is walked again only
+    when it is met deeper than before, so the walk is linear in the file, and a cycle is too deep."""
+    pending, deepest = [(value, 1)], {}
+    while pending:
+        item, depth = pending.pop()
+        if deepest.get(id(item), 0) >= depth:
+            continue
+        deepest[id(item)] = depth
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, (list, tuple)) else None
+        if children is None:
+            continue
+        if depth > limit:
+            raise Unreadable(f"{what}: nested more than {limit} deep")
+        pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list, tuple)))
+    return value
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -59,9 +86,10 @@ def _no_constant(name: str) -> Any:
 def parse_json(text: str, what: str = "the file") -> Any:
     """Strict JSON: no NaN or Infinity (Python's parser takes them; JSON has neither)."""
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError):  # ValueError: not JSON, or an int past Python's digit limit
         raise Unreadable(f"{what}: not JSON") from None
+    return bounded_depth(value, what)
 
 
 def parse_json_bytes(data: bytes, limit: int, what: str) -> Any:
@@ -112,7 +140,7 @@ def read_yaml_mapping(path: Path, limit: int = MAX_TEXT_BYTES) -> dict:
         raise Unreadable(f"{Path(path).name}: not YAML") from None
     if not isinstance(value, dict):
         raise Unreadable(f"{Path(path).name}: not a mapping")
-    return value
+    return bounded_depth(value, Path(path).name)
 
 
 class _DataOnly(pickle.Unpickler):
@@ -128,6 +156,40 @@ def read_pickled_data(path: Path, limit: int = MAX_DUMP_BYTES) -> Any:
 
     data = read_bytes(path, limit)
     try:
-        return _DataOnly(io.BytesIO(data)).load()
+        value = _DataOnly(io.BytesIO(data)).load()
     except Exception:  # noqa: BLE001 - hostile or half-written bytes: whatever the unpickler raises
         raise Unreadable(f"{Path(path).name}: not a pickle of plain data") from None
+    return bounded_depth(value, Path(path).name)
+
+
+def read_private_bytes(path: Path, limit: int, uid: Optional[int] = None) -> bytes:
+    """The bytes of key material: a regular file, not reached through a link, owned by ``uid`` (this
+    user) and closed to everyone else (no group or other permission bits), of at most ``limit`` bytes.
+
+    Anything else is :class:`Unreadable`: a link to a file someone else may write, or a file another user
+    made, could hold a key that person knows. Checked on the open file, so the file checked is the one read."""
+    uid = os.geteuid() if uid is None else uid
+    name = Path(path).name
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:  # ELOOP: a link
+        reason = "a link" if error.errno == errno.ELOOP else (error.strerror or type(error).__name__)
+        raise Unreadable(f"{name}: {reason}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable(f"{name}: not a regular file")
+        if info.st_uid != uid:
+            raise Unreadable(f"{name}: owned by another user (uid {info.st_uid})")
+        if info.st_mode & 0o077:
+            raise Unreadable(f"{name}: others may read or write it (mode {stat.S_IMODE(info.st_mode):o})")
+        data = b""
+        while len(data) <= limit and (chunk := os.read(fd, limit + 1 - len(data))):
+            data += chunk
+    except OSError as error:
+        raise Unreadable(f"{name}: {error.strerror or type(error).__name__}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise Unreadable(f"{name}: larger than {limit} bytes")
+    return data

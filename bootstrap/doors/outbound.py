@@ -39,7 +39,8 @@ import threading
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, NoReturn, Optional
 
-from bootstrap.doors.masking import MASK, is_secret, mask_credentials, masked_line, masked_override
+from bootstrap.doors.inbound import MAX_DEPTH
+from bootstrap.doors.masking import MASK, is_secret, mask_credentials, masked, masked_line, masked_override
 
 MIN_SECRET_LEN = 6  # a shorter value ("1", "true") would mask every copy of itself in unrelated text
 _MAX_REMEMBERED = 4096  # a long sweep remembers each job's secrets; the oldest go first
@@ -133,17 +134,57 @@ def clean(text: Any, *, one_line: bool = False) -> str:
     return printable(_mask(str(text), _known_secrets()), one_line)
 
 
+MAX_SHOWN = 160  # characters of one value in a message, quotes included
+MAX_FINDING = 4000  # characters of one finding (a line of a message, an error that crosses ranks)
+_QUOTES = frozenset("'\"")
+
+
+def visible(text: str) -> str:
+    """``text`` so that no two different values look alike: as it is when it is plain (printable, no
+    white space at either end, no run of spaces, no quote), else quoted with every invisible character
+    escaped, as Python's ``repr`` does (``'Ring '``, ``'a\\nb'``, ``'x\\u200by'``, ``''``). A plain text
+    holds no quote, so a quoted one never looks like a plain one."""
+    if text and text.isprintable() and text[0] != " " and text[-1] != " " and "  " not in text \
+            and _QUOTES.isdisjoint(text):
+        return text
+    return repr(text)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` of at most ``limit`` characters: its start and "..." when longer."""
+    return text if len(text) <= limit else text[:max(0, limit - 3)] + "..."
+
+
+def shown(value: Any, name: Any = None, limit: int = MAX_SHOWN) -> str:
+    """One value as every message shows it (the values of a rank, a report, a variable): masked by its
+    name and its shape (``masking.masked``: a secret-looking ``name``, a value that names a secret, a
+    credential), then by what this process knows to be secret, then :func:`visible`, then cut to
+    ``limit`` characters. The result is one line of printable text that cannot forge another."""
+    text = masked(name, value) if name is not None else masked_line(str(value))
+    return printable(cut(visible(_mask(text, _known_secrets())), limit))
+
+
+def finding(text: Any, limit: int = MAX_FINDING) -> str:
+    """A finding as one line: masked, printable, line breaks escaped, cut to ``limit`` characters (masked
+    before it is cut, so a cut never keeps half a secret). For what crosses ranks or reaches a terminal
+    as one line: an agreement's message, a failure another rank reads, torchrun's summary."""
+    return cut(clean(text, one_line=True), limit)
+
+
 def clean_data(data: Any) -> Any:
     """A JSON-like structure with every string (keys too) cleaned, and every scalar stored under a
-    secret-looking key masked (``{"password": "x"}``); numbers, booleans and None stay as they are."""
+    secret-looking key masked (``{"password": "x"}``); numbers, booleans and None stay as they are.
+    Nesting deeper than :data:`MAX_DEPTH` is written as ``"..."``: a renderer is bounded in depth too."""
     secrets = _known_secrets()
 
-    def visit(item: Any, secret_key: bool) -> Any:
+    def visit(item: Any, secret_key: bool, depth: int = 0) -> Any:
+        if isinstance(item, (dict, list, tuple)) and depth >= MAX_DEPTH:
+            return "..."
         if isinstance(item, dict):  # keys too: a metric's name is the task's own text
-            return {visit(k, False) if isinstance(k, str) else k: visit(v, _secret_name(str(k)))
+            return {visit(k, False) if isinstance(k, str) else k: visit(v, _secret_name(str(k)), depth + 1)
                     for k, v in item.items()}
         if isinstance(item, (list, tuple)):
-            return [visit(v, secret_key) for v in item]
+            return [visit(v, secret_key, depth + 1) for v in item]
         if isinstance(item, str):
             return MASK if secret_key and item else printable(_mask(item, secrets))
         if secret_key and not (item is None or isinstance(item, (bool, int, float))):

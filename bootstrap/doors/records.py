@@ -9,7 +9,9 @@ written; :meth:`Report.from_json` reads it back strictly:
 - numbers must fit what the bootstrap writes (:mod:`bootstrap.doors.typed`): counts are whole numbers
   from 0 to 2**53, metrics finite floats, any other whole number within 64 bits;
 - an absent field takes its default, so reports written before a field existed still read;
-  a key this version does not know is ignored, so reports of a later version read too.
+  a key this version does not know is ignored, so reports of a later version read too;
+- a report of an older ``schema_version`` is first brought to today's shape (:data:`UPGRADES`): every report
+  this package has written reads (``tests/data/reports`` keeps a real one of each version).
 
 :func:`read_report` reads a file through :mod:`bootstrap.doors.inbound` (bounded size, strict JSON,
 no NaN, bounded nesting) and raises only ``Unreadable``. The report's fields are documented in
@@ -142,7 +144,7 @@ class Difference(_Section):
     """One entry of ``distributed.agreement.differences``."""
 
     name: str  # a fingerprint key: version.torch, var.NCCL_ALGO, threads.intra_op, ...
-    kind: str  # why it matters: version | preset | device | collective | numerics | speed | logging
+    kind: str  # why it matters: policy | version | preset | device | collective | numerics | speed | logging
     stops: bool  # under agree=error this difference stops the job
     values: List[ValueGroup] = field(default_factory=list)
 
@@ -159,7 +161,8 @@ class Agreement(_Section):
     host: Optional[str] = None  # this rank's host, as the other ranks' messages name it
     digest: Optional[str] = None  # sha256 of this rank's fingerprint (secrets masked)
     fingerprint: Dict[str, str] = field(default_factory=dict)  # what must agree; secrets masked
-    differences: List[Difference] = field(default_factory=list)
+    differences: List[Difference] = field(default_factory=list)  # those that stop first, at most 64
+    more_differences: Count = _when_set(0)  # differences beyond those listed (a peer that differs in thousands)
     message: Optional[str] = None  # what the job logged or stopped with
     note: Optional[str] = None  # why it was not compared
 
@@ -266,11 +269,47 @@ def report_paths(job_dir: os.PathLike) -> List[Path]:
     return [Path(job_dir) / name for name in report_names(names)]
 
 
+# -- older schema versions ---------------------------------------------------------------------
+_RESOLVED_TEXT = re.compile(r"(?P<source>.+?) -> (?P<preset>.+?)(?: \((?P<reason>.*)\))?", re.DOTALL)
+
+
+def _from_schema_1(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 1 wrote ``resolved`` as the text ``auto -> cpu_debug (no CUDA device)``, a section it had not
+    filled as ``null`` (``threads`` of a job whose checks failed), and the group's end in ``process_group``
+    (``destroyed``), where version 2 has ``teardown``."""
+    data = {key: value for key, value in data.items() if not (value is None and key in _SECTIONS)}
+    resolved = data.get("resolved")
+    if isinstance(resolved, str):
+        match = _RESOLVED_TEXT.fullmatch(resolved)
+        data["resolved"] = {"from": match["source"], "preset": match["preset"], "reason": match["reason"] or ""} \
+            if match else {"from": "auto", "preset": resolved, "reason": ""}
+    distributed = data.get("distributed")
+    if isinstance(distributed, dict) and distributed.get("process_group") == "destroyed":
+        data["distributed"] = {**distributed, "process_group": "created", "teardown": "destroyed"}
+    return data
+
+
+# schema_version -> what brings a report of that version one version up; applied in turn, oldest first.
+UPGRADES = {1: _from_schema_1}
+_SECTIONS = frozenset(("found", "threads", "torch", "distributed", "seed", "timings", "job"))
+
+
+def upgraded(data: Any) -> Any:
+    """Parsed JSON of any schema version this package has written, in today's shape; its ``schema_version``
+    stays the one it was written with. Anything else comes back as it is: the typed reader says what is wrong."""
+    if type(data) is not dict:
+        return data
+    version = data.get("schema_version")
+    while type(version) is int and version in UPGRADES:
+        data, version = UPGRADES[version](data), version + 1
+    return data
+
+
 def read_report(path: os.PathLike) -> Report:
-    """The report in ``path``; raises only :class:`~bootstrap.doors.inbound.Unreadable`
-    (``bootstrap.json: job.num: ...``)."""
+    """The report in ``path``, of any schema version this package has written; raises only
+    :class:`~bootstrap.doors.inbound.Unreadable` (``bootstrap.json: job.num: ...``)."""
     data = inbound.read_json(path)
     try:
-        return Report.from_json(data)
+        return Report.from_json(upgraded(data))
     except Unreadable as error:
         raise Unreadable(f"{os.path.basename(path)}: {error}") from None

@@ -39,8 +39,6 @@ files per job, masking without Hydra's parser where an override holds nothing to
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 import stat
@@ -56,9 +54,8 @@ from bootstrap.doors.masking import masked_line, masked_override
 from bootstrap.doors.records import Report
 from bootstrap.doors.textenum import TextEnum
 from bootstrap.sweep import environments
+from bootstrap.sweep.tables import CSV_NAME, MD_NAME, job_order, to_csv, to_markdown
 
-CSV_NAME = "sweep_summary.csv"
-MD_NAME = "sweep_summary.md"
 MULTIRUN_NAME = "multirun.yaml"  # Hydra's basic sweeper writes it into the sweep directory when a sweep starts
 MAX_REASONS = 20  # unreadable jobs named under the table; the rest are counted
 
@@ -322,13 +319,6 @@ def score(row: Row, objective: Tuple[str, str]) -> Optional[float]:
     return value if objective[1] == "max" else -value
 
 
-def job_order(job: str):
-    """Job numbers in numeric order, then any other name."""
-    if job.isascii() and job.isdigit() and len(job) < 19:
-        return (0, int(job), "")
-    return (1, 0, job)
-
-
 def rank(rows: List[Row], objective: Optional[str] = None, mode: Optional[str] = None,
          directions: Optional[Sequence[str]] = None) -> List[Row]:
     """Best first; jobs without the objective's metric last, in job order. Marks the best."""
@@ -342,65 +332,6 @@ def rank(rows: List[Row], objective: Optional[str] = None, mode: Optional[str] =
     if ordered and chosen and score(ordered[0], chosen) is not None:
         ordered[0] = replace(ordered[0], best=True)
     return ordered
-
-
-# -- the files -----------------------------------------------------------------------------------
-def _table(rows: Sequence[Row]) -> Tuple[List[str], List[list]]:
-    names: Dict[str, None] = {}  # every metric any job reported, in order of first appearance by job number
-    for row in sorted(rows, key=lambda r: job_order(r.job)):
-        names.update(dict.fromkeys(row.metrics))
-    header = ["job", "overrides", "status", "intra_op", "inter_op", *(masked_line(n) for n in names), "best"]
-    body = [[r.job, r.overrides, r.status, r.intra_op, r.inter_op, *(r.metrics.get(n) for n in names), r.best]
-            for r in rows]
-    return header, body
-
-
-def _plain(value) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else ""
-    if value is None:
-        return ""
-    text = str(value)
-    return text if text.isprintable() else printable(text)  # printable text holds nothing to escape
-
-
-def _csv_cell(value) -> str:
-    # OWASP's CSV-injection guidance: a spreadsheet runs a text cell starting with one
-    # of these as a formula (some after leading spaces). Numbers stay numbers (a negative
-    # loss is not a formula).
-    text = _plain(value)
-    if isinstance(value, str) and text.lstrip(" ").startswith(("=", "+", "-", "@", "\t", "\r", "\n")):
-        return "'" + text
-    return text
-
-
-def _md_cell(value) -> str:
-    if isinstance(value, float) and not isinstance(value, bool):
-        text = f"{value:.0f}" if 1000 <= abs(value) < 1e15 else f"{value:.4g}"
-    else:
-        text = _plain(value)
-    return " ".join(text.split()).replace("|", "\\|")  # one line, no stray column breaks
-
-
-def to_csv(rows: List[Row]) -> str:
-    header, body = _table(rows)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([_csv_cell(v) for v in header])
-    writer.writerows([[_csv_cell(v) for v in line] for line in body])
-    return out.getvalue()
-
-
-def to_markdown(rows: List[Row]) -> str:
-    """The table, the best job in bold."""
-    header, body = _table(rows)
-    lines = ["| " + " | ".join(_md_cell(v) for v in header) + " |", "|" + "---|" * len(header)]
-    for row, line in zip(rows, body, strict=True):
-        cells = [_md_cell(v) for v in line]
-        if row.best:
-            cells = [f"**{c}**" if c else c for c in cells]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def _reasons(rows: Sequence[Row]) -> str:
@@ -427,7 +358,9 @@ def write(sweep_dir: Path, objective: Optional[str] = None, mode: Optional[str] 
     # Each job's reports are dropped once its row is made: a sweep of 10,000 jobs need not hold 10,000 reports.
     rows = rank([_read_job(job_dir, names).row for job_dir, names in found], objective, mode, directions)
     if rows:
-        markdown = to_markdown(rows) + _reasons(rows) + no_best_note(rows, objective, directions)
+        chosen = objective_for(rows, objective, mode, directions)
+        markdown = to_markdown(rows, chosen[0] if chosen else None) + _reasons(rows) + \
+            no_best_note(rows, objective, directions)
         markdown += environments.note([(r.job, r.environment) for r in sorted(rows, key=lambda r: job_order(r.job))])
     else:
         markdown = f"No job of this sweep left a directory in {sweep_dir}: nothing to compare.\n"

@@ -29,6 +29,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Collection, Dict, Iterable, List, Mapping, MutableMapping, Optional, Union
 
+from bootstrap.doors import outbound
 from bootstrap.doors.errors import PRESET, ConfigError
 from bootstrap.doors.masking import masked  # notes quote values: a secret's must not appear
 from bootstrap.variables.readers import ProcessState, reader_for
@@ -51,7 +52,7 @@ def normalize(name: str, value: Any) -> Optional[str]:
     """The string a variable gets: ints as digits, bools as 1/0; None means "do not set"."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigError(
-            f"{PRESET}.vars.{name!s}: {name!r} is not a valid environment variable name. "
+            f"{PRESET}.vars.{outbound.shown(name)}: {name!r} is not a valid environment variable name. "
             "Use letters, digits and underscores, not starting with a digit (e.g. MY_VAR)."
         )
     if value is None:
@@ -151,7 +152,7 @@ def plan_vars(
 
 def late_warnings(decisions: Iterable[VarDecision]) -> List[str]:
     """One line for each variable set too late to take effect here, or withheld; values masked."""
-    return [f"{d.name}={masked(d.name, d.value)} is "
+    return [f"{d.name}={outbound.shown(d.value, name=d.name)} is "
             f"{'not set' if d.withheld else 'exported for child processes only'}: "
             f"{d.note}" for d in decisions if d.warn]
 

@@ -10,9 +10,14 @@ what leaks: an ``env`` dump in a CI log (secret-looking names masked, the marker
 crash report, ``/proc/<pid>/environ``, a scheduler's record of a job. A key passed beside
 the marker in a second variable leaks with it, and is then no better than no key. So the key
 is kept out of the environment: 32 random bytes in a file, in a directory only this user
-may enter (0700, owned by the user, not a link). Whoever can read it (the user, root) can
-read the processes' environments, secrets included, anyway; nobody else learns anything
-from a marker.
+may enter (0700, owned by the user, not a link). The file itself is trusted only when it is a
+regular file of this user's that no one else may read or write, reached without a link
+(:func:`bootstrap.doors.inbound.read_private_bytes`): a key anyone else could have written
+would let them forge a marker, and the user's own value would then be replaced as if a
+parent's bootstrap had exported it. A key that fails the checks is no key: every inherited
+value counts as the user's, and the next export replaces the file. Whoever can read it (the
+user, root) can read the processes' environments, secrets included, anyway; nobody else
+learns anything from a marker.
 
 One key per user, not per process tree: a child found on another node (``srun`` inside a
 task) reads the same key where the home directory is shared. A child that finds no key,
@@ -63,9 +68,9 @@ def _read(directory: Path) -> Optional[bytes]:
     if not _private(directory):
         return None
     try:
-        text = inbound.read_text(path, limit=_KEY_HEX + 2).strip()
+        text = inbound.read_private_bytes(path, limit=_KEY_HEX + 2).decode("ascii").strip()
         key = bytes.fromhex(text) if len(text) == _KEY_HEX else None
-    except (inbound.Unreadable, ValueError):
+    except (inbound.Unreadable, ValueError):  # ValueError: not ASCII, not hex
         return None
     if key is not None:
         _found[path] = key

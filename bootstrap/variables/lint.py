@@ -23,8 +23,8 @@ import functools
 import re
 from typing import Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Union
 
+from bootstrap.doors import outbound
 from bootstrap.doors.errors import PRESET
-from bootstrap.doors.masking import masked
 from bootstrap.doors.textenum import TextEnum
 
 
@@ -149,7 +149,7 @@ def _check_one(name: str, value: Optional[str], machine: Optional[Machine]) -> I
     if value is not None:
         problem = _value_problem(var, value)
         if problem:
-            yield Finding(name, Kind.invalid_value, f"{name}={masked(name, value)} {problem}")
+            yield Finding(name, Kind.invalid_value, f"{name}={outbound.shown(value, name=name)} {problem}")
     if machine is not None:
         for tag in var.hardware:
             why = machine.lacks(tag)

@@ -14,20 +14,21 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 TIMEOUT_S = 120  # the job's own: a check that waited for it would take this long
 
 
-def _wrapper(tmp_path: Path, rank_var: str, export: str) -> Path:
-    """A script that starts train_stub.py, with ``export`` (NAME=value) on the rank whose ``rank_var`` is 1."""
+def _wrapper(tmp_path: Path, rank_var: str, export: str, rank1_args: str = "") -> Path:
+    """A script that starts train_stub.py, with ``export`` (NAME=value, shell syntax) and ``rank1_args`` (more
+    overrides) on the rank whose ``rank_var`` is 1."""
     script = tmp_path / "wrapper.sh"
-    script.write_text(f'#!/bin/sh\nif [ "${rank_var}" = "1" ]; then export {export}; fi\n'
-                      f'exec "{sys.executable}" "{STUB}" "$@"\n')
+    script.write_text(f'#!/bin/sh\nmore=""\nif [ "${rank_var}" = "1" ]; then export {export}; more="{rank1_args}"; fi\n'
+                      f'exec "{sys.executable}" "{STUB}" "$@" $more\n')
     script.chmod(0o755)
     return script
 
 
-def _torchrun(tmp_path: Path, export: str, *overrides: str):
-    wrapper = _wrapper(tmp_path, "RANK", export)
+def _torchrun(tmp_path: Path, export: str, *overrides: str, rank1_args: str = "", environ=None):
+    wrapper = _wrapper(tmp_path, "RANK", export, rank1_args)
     started = time.monotonic()
     proc = subprocess.run([*TORCHRUN, str(wrapper), "train.steps=5", f"env.distributed.timeout_s={TIMEOUT_S}",
-                           *overrides], capture_output=True, text=True, cwd=tmp_path, env=clean_env(),
+                           *overrides], capture_output=True, text=True, cwd=tmp_path, env=clean_env(**(environ or {})),
                           timeout=TIMEOUT_S + 120)
     (run_dir,) = [p for p in (tmp_path / "outputs").glob("*/*") if p.is_dir()]
     reports = [json.loads((run_dir / f"bootstrap.rank{r}.json").read_text()) for r in (0, 1)]
@@ -71,10 +72,40 @@ def test_a_logging_variable_on_one_rank_warns_and_trains(tmp_path):
 def test_agree_off_skips_the_comparison(tmp_path):
     proc, reports, _ = _torchrun(tmp_path, "TORCH_DISTRIBUTED_DEBUG=INFO", "env.distributed.agree=off")
     assert proc.returncode == 0, proc.stderr[-3000:]  # INFO adds no collective: gloo trains as before
-    assert [r["distributed"]["agreement"] for r in reports] == [{
-        "status": "off", "policy": "off", "via": None, "when": None, "ranks": None, "host": None, "digest": None,
-        "fingerprint": {}, "differences": [], "message": None, "note": None}] * 2
+    # Nothing compared (no fingerprint, no digest, no difference): each rank only said its policy in the store.
+    assert [{k: v for k, v in r["distributed"]["agreement"].items() if k != "host"} for r in reports] == [{
+        "status": "off", "policy": "off", "via": "store", "when": "before the process group", "ranks": 2,
+        "digest": None, "fingerprint": {}, "differences": [], "message": None, "note": None}] * 2
     assert "odd one out" not in proc.stderr
+
+
+def test_ranks_under_different_agree_policies_stop_at_once_naming_the_rank(tmp_path):
+    """Rank 1 runs agree=off, rank 0 error. Before, rank 0 waited the whole timeout for rank 1, then blamed a
+    rank that had started; now both stop at once, naming rank 1 and its policy."""
+    proc, reports, elapsed = _torchrun(tmp_path, "PROBE=1", rank1_args="env.distributed.agree=off")
+    assert proc.returncode != 0
+    assert elapsed < TIMEOUT_S / 2, elapsed
+    assert "rank 1 (" in proc.stderr and "env.distributed.agree=off; rank 0 (" in proc.stderr
+    assert "[policy]" in proc.stderr and "did not reach" not in proc.stderr
+    for report in reports:
+        agreement = report["distributed"]["agreement"]
+        assert report["job"]["status"] == "check_failed" and agreement["status"] == "stopped"
+        (difference,) = agreement["differences"]
+        assert (difference["name"], difference["kind"], difference["stops"]) == ("agree.policy", "policy", True)
+
+
+def test_a_value_with_a_line_break_forges_no_line_and_white_space_shows(tmp_path):
+    """Rank 1's NCCL_PROTO holds a line break and its NCCL_ALGO a trailing space: every line both ranks and
+    torchrun print stays one line per finding, and the two ALGO values look different."""
+    export = 'NCCL_ALGO="Ring " NCCL_PROTO="$(printf \'Simple\\nFORGED line\')"'
+    proc, reports, _ = _torchrun(tmp_path, export, environ={"NCCL_ALGO": "Ring"})
+    assert proc.returncode != 0
+    output = proc.stdout + proc.stderr
+    assert not [line for line in output.splitlines() if line.startswith("FORGED")], output[-3000:]
+    assert "NCCL_ALGO='Ring '; rank 0 (" in output and "): Ring [collective]" in output
+    assert "NCCL_PROTO='Simple\\nFORGED line'" in output
+    for report in reports:
+        assert "\n" not in report["distributed"]["agreement"]["message"]
 
 
 def test_agree_warn_lets_a_collective_difference_run_recorded(tmp_path):
@@ -109,3 +140,20 @@ def test_under_mpirun_the_bootstrap_hosts_the_store_that_its_group_then_uses(tmp
     reports = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("outputs/mpi-*/bootstrap.rank*.json"))]
     assert [r["distributed"]["agreement"]["status"] for r in reports] == ["stopped", "stopped"]
     assert [r["distributed"]["launcher"] for r in reports] == ["mpi", "mpi"]
+
+
+def test_a_stray_agent_store_variable_stops_every_rank_at_once(tmp_path):
+    """TORCHELASTIC_USE_AGENT_STORE=True leaked into a world torchrun did not start: every rank used to be a
+    client of a store no rank hosts, and waited out two 300 s timeouts with no output and no run directory."""
+    started = time.monotonic()
+    stray = dict(WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="29533", TORCHELASTIC_USE_AGENT_STORE="True")
+    ranks = [subprocess.Popen([sys.executable, str(STUB), "train.steps=1", f"env.distributed.timeout_s={TIMEOUT_S}"],
+                              cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=clean_env(RANK=str(rank), LOCAL_RANK=str(rank), **stray))
+             for rank in (0, 1)]
+    outputs = [rank.communicate(timeout=TIMEOUT_S) for rank in ranks]
+    assert time.monotonic() - started < TIMEOUT_S / 2
+    for rank, (_, err) in zip(ranks, outputs, strict=True):
+        assert rank.returncode != 0
+        assert "TORCHELASTIC_USE_AGENT_STORE=True says torchrun's agent hosts the ranks' store, but torchrun did " \
+               "not start this process" in err and "Traceback" not in err

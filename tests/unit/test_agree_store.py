@@ -12,18 +12,22 @@ from collections import Counter
 import pytest
 import torch.distributed as dist
 
-from bootstrap.distributed.agree_store import MAX_NAMED, exchange
+from bootstrap.distributed.agree_store import MAX_NAMED, POLICY_KEY, Absent, absent_ranks, exchange
+from bootstrap.distributed.waits import Deadline
 from bootstrap.doors.inbound import Unreadable
 
 
 class Counting:
-    """A real store's client that counts the operations made through it."""
+    """A real store's client that counts the operations made through it (``set_timeout`` is the client's own
+    setting, which never reaches the server: not counted)."""
 
     def __init__(self, store):
         self.store, self.ops = store, Counter()
 
     def __getattr__(self, name):
         method = getattr(self.store, name)
+        if name in ("set_timeout", "timeout"):
+            return method
 
         def counted(*args):
             self.ops[name] += 1
@@ -31,31 +35,34 @@ class Counting:
         return counted
 
 
-def _world(world_size: int, fingerprint_of, key: str = "run/0/1"):
-    """Every rank's exchange over one real TCPStore; returns (results, stores) by rank."""
+def _world(world_size: int, fingerprint_of, key: str = "run/0/1", policy_of=lambda rank: "error",
+           ranks=None, timeout_s: float = 60):
+    """Every rank's exchange over one real TCPStore (``ranks``: those that come; all by default); returns
+    (results, stores, errors) by rank."""
     timeout = datetime.timedelta(seconds=60)
     server = dist.TCPStore("127.0.0.1", 0, world_size, True, timeout, wait_for_workers=False)  # rank 0's
     # The clients connect one after another: 64 at once overflow the server's accept backlog on a
     # 2-core machine, and a refused client retries seconds later.
     stores = {rank: Counting(server if rank == 0 else dist.TCPStore("127.0.0.1", server.port, None, False, timeout))
               for rank in range(world_size)}
-    results, errors = {}, []
+    results, errors = {}, {}
 
     def rank_main(rank: int) -> None:
         store = stores[rank]
         try:
-            results[rank] = exchange(store, key, rank, world_size, f"node-{rank % 4}",
-                                     lambda salt: fingerprint_of(rank, salt))
+            results[rank] = exchange(store, key, rank, world_size, f"node-{rank % 4}", policy_of(rank),
+                                     lambda salt: fingerprint_of(rank, salt), Deadline(timeout_s))
         except BaseException as error:  # noqa: BLE001 - handed to the test
-            errors.append(error)
+            errors[rank] = error
 
-    threads = [threading.Thread(target=rank_main, args=(rank,)) for rank in range(world_size)]
+    threads = [threading.Thread(target=rank_main, args=(rank,)) for rank in (ranks or range(world_size))]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(120)
-    assert not errors, errors
-    return results, stores
+    if ranks is None:
+        assert not errors, errors
+    return results, stores, errors
 
 
 def _same(rank, salt):
@@ -67,11 +74,11 @@ def _ops(store) -> int:
 
 
 @pytest.mark.parametrize("world_size", [2, 64])
-def test_when_the_ranks_agree_each_makes_four_operations_whatever_the_world_size(world_size):
-    results, stores = _world(world_size, _same)
+def test_when_the_ranks_agree_each_makes_five_operations_whatever_the_world_size(world_size):
+    results, stores, _ = _world(world_size, _same)
     assert all(r.odd_count == 0 and r.odd == [] for r in results.values())
     ops = sorted(_ops(store) for store in stores.values())
-    assert ops == [4] * world_size  # the last rank to arrive sets "done" where the others wait for it
+    assert ops == [5] * world_size  # the last rank to arrive sets "done" where the others wait for it
     assert all(store.ops["get"] <= 2 and store.ops["multi_get"] == 0 for store in stores.values())
 
 
@@ -82,21 +89,21 @@ def test_a_rank_that_differs_costs_it_two_more_and_each_other_rank_one_read(worl
     def fingerprint(rank, salt):
         return {**_same(rank, salt), "var.NCCL_ALGO": "Tree"} if rank == odd_rank else _same(rank, salt)
 
-    results, stores = _world(world_size, fingerprint)
+    results, stores, _ = _world(world_size, fingerprint)
     for result in results.values():  # every rank learns the same: who differs, on what, where
         assert result.odd_count == 1
         assert [(o.rank, o.host, o.values) for o in result.odd] == [(odd_rank, f"node-{odd_rank % 4}",
                                                                      {"var.NCCL_ALGO": "Tree"})]
     for rank, store in stores.items():
         extra = 2 if rank == odd_rank else 0
-        assert _ops(store) - extra == 5  # the 4, and one multi_get of the odd records
+        assert _ops(store) - extra == 6  # the 5, and one multi_get of the odd records
 
 
 def test_the_odd_records_read_are_bounded_when_many_ranks_differ():
     def fingerprint(rank, salt):
         return {"var.NCCL_PROTO": "Simple" if rank else "LL"}
 
-    results, stores = _world(40, fingerprint)
+    results, stores, _ = _world(40, fingerprint)
     assert all(r.odd_count == 39 and len(r.odd) == MAX_NAMED for r in results.values())
     assert all(store.ops["multi_get"] == 1 for store in stores.values())
 
@@ -113,7 +120,56 @@ def test_a_peers_garbage_in_the_store_is_refused_with_a_reason():
     store = dist.TCPStore("127.0.0.1", 0, 1, True, datetime.timedelta(seconds=5))
     store.set("k/ref", json.dumps({"host": "a", "salt": "s", "fingerprint": {"x": 5}}))
     with pytest.raises(Unreadable, match="fingerprint.x: not text"):
-        exchange(store, "k", 1, 2, "b", lambda salt: {})
+        exchange(store, "k", 1, 2, "b", "error", lambda salt: {}, Deadline(5))
     store.set("j/ref", b"\xff" * 10)
     with pytest.raises(Unreadable, match="not UTF-8"):
-        exchange(store, "j", 1, 2, "b", lambda salt: {})
+        exchange(store, "j", 1, 2, "b", "error", lambda salt: {}, Deadline(5))
+
+
+# -- policies that differ, and ranks that never come: bounded, and naming the right ranks ----------------
+@pytest.mark.parametrize("off_rank", [0, 1])
+def test_a_rank_under_another_policy_is_named_by_every_rank_and_nobody_waits_for_it(off_rank):
+    """One rank runs agree=off, the others error: every rank still posts and arrives (no one waits out the
+    timeout), and every rank learns which rank runs which policy."""
+    import time
+
+    started = time.monotonic()
+    results, stores, _ = _world(3, _same, policy_of=lambda rank: "off" if rank == off_rank else "error",
+                                timeout_s=30)
+    assert time.monotonic() - started < 15  # far under the 30 s budget: nobody waited for a rank that never came
+    for result in results.values():
+        odd = {o.rank: o.values for o in result.odd}
+        assert result.reference.policy == ("off" if off_rank == 0 else "error")
+        if off_rank == 0:  # rank 0's policy is the reference: the two others say theirs
+            assert odd == {1: {POLICY_KEY: "error"}, 2: {POLICY_KEY: "error"}}
+        else:
+            assert odd == {1: {POLICY_KEY: "off"}}
+
+
+def test_a_rank_that_never_comes_is_named_within_the_budget_and_the_ranks_that_came_are_not():
+    import time
+
+    started = time.monotonic()
+    _, _, errors = _world(4, _same, ranks=[0, 1, 3], timeout_s=3)
+    assert time.monotonic() - started < 20
+    assert set(errors) == {0, 1, 3} and all(isinstance(e, Absent) for e in errors.values())
+    for error in errors.values():
+        assert list(error.ranks) == [2] and error.complete, str(error)
+        assert "rank 2 of 4 did not reach the comparison within 3 s" in str(error)
+
+
+def test_rank_0_that_never_comes_is_named_by_the_ranks_waiting_for_its_record():
+    _, _, errors = _world(3, _same, ranks=[1, 2], timeout_s=2)
+    assert {rank: list(e.ranks) for rank, e in errors.items()} == {1: [0], 2: [0]}
+
+
+def test_absent_ranks_are_found_by_halving_in_a_few_calls_each():
+    store = Counting(dist.TCPStore("127.0.0.1", 0, 1, True, datetime.timedelta(seconds=5)))
+    for rank in range(10_000):
+        if rank not in (17, 5000, 9999):
+            store.store.set(f"k/here/{rank}", "")
+    absent, complete = absent_ranks(store, "k", 10_000)
+    assert list(absent) == [17, 5000, 9999] and complete
+    assert store.ops["check"] <= 3 * 2 * 14 + 1  # two checks per halving, 14 halvings per absent rank
+    many, complete = absent_ranks(store, "nothing-here", 10_000)
+    assert len(many) == MAX_NAMED and not complete  # named up to the bound, the rest said to exist

@@ -74,3 +74,50 @@ def test_no_place_for_a_key_means_no_key(home, monkeypatch, tmp_path):
     monkeypatch.setattr(tempfile, "tempdir", str(blocked / "tmp"))
     assert exportkey.load_or_create({"HOME": str(blocked)}) is None
     assert exportkey.load_or_create({}) is None  # no home at all, and no temporary directory
+
+
+# -- key material from a private regular file of the user's only (issue 28, class 7) -----------------------
+def _planted(directory, tmp_path, how: str) -> bytes:
+    """A key someone else could know, put where the user's key goes: through a link, or readable by others."""
+    known = bytes.fromhex("ef" * 32)
+    directory.mkdir(parents=True, mode=0o700)
+    directory.chmod(0o700)  # a private directory: only the file is wrong
+    target = directory / exportkey.KEY_NAME
+    if how == "a link to a file anyone may write":
+        elsewhere = tmp_path / "world-writable"
+        elsewhere.write_text(known.hex() + "\n")
+        elsewhere.chmod(0o666)
+        target.symlink_to(elsewhere)
+    else:  # a regular file others may read (and so know the key) or write
+        target.write_text(known.hex() + "\n")
+        target.chmod({"readable by others": 0o644, "writable by the group": 0o620}[how])
+    return known
+
+
+@pytest.mark.parametrize("how", ["a link to a file anyone may write", "readable by others", "writable by the group"])
+def test_a_key_someone_else_may_know_is_no_key_and_is_replaced(home, tmp_path, how):
+    directory = exportkey.candidates(home)[0]
+    known = _planted(directory, tmp_path, how)
+    assert exportkey.load(home) is None
+    key = exportkey.load_or_create(home)
+    assert key is not None and key != known
+    path = directory / exportkey.KEY_NAME
+    assert not path.is_symlink() and stat.S_IMODE(os.lstat(path).st_mode) == 0o600
+    if how == "a link to a file anyone may write":
+        assert (tmp_path / "world-writable").read_text().strip() == known.hex()  # the link, not its target, replaced
+
+
+def test_a_marker_forged_with_a_key_someone_else_knows_leaves_the_users_value_the_users(home, tmp_path, monkeypatch):
+    """Before: a link to a world-writable file was trusted, so a marker forged with its key made the user's own
+    value look like a parent's export, and the preset replaced it. Now the user's value wins."""
+    from bootstrap.variables.environ import EXPORTED, export_digest, format_marker, inherited_names, plan_vars
+    from bootstrap.variables.readers import ProcessState
+
+    known = _planted(exportkey.candidates(home)[0], tmp_path, "a link to a file anyone may write")
+    monkeypatch.setenv("HOME", home["HOME"])
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    shell = {"NCCL_ALGO": "Tree", EXPORTED: format_marker({"NCCL_ALGO": export_digest(known, "NCCL_ALGO", "Tree")})}
+    assert inherited_names(shell) == frozenset()  # what cannot be verified with a trusted key is the user's
+    state = ProcessState(cuda_initialized=False, process_group_initialized=False)
+    (decision,) = plan_vars({"NCCL_ALGO": "Ring"}, shell, {}, set(), state)
+    assert (decision.value, decision.source) == ("Tree", "shell")

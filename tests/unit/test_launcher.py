@@ -3,7 +3,8 @@ import pytest
 
 from bootstrap.core.plan import make_plan
 from bootstrap.core.schema import load
-from bootstrap.distributed.launcher import LAUNCHERS, Launch, Launcher, SubmititJob, detect
+from bootstrap.distributed.frameworks import SubmititJob
+from bootstrap.distributed.launcher import LAUNCHERS, Launch, Launcher, detect
 from bootstrap.distributed.launchvars import derived_port, first_host, tasks_on_node, whole_number
 from bootstrap.doors.errors import ConfigError
 from bootstrap.variables.readers import ProcessState
@@ -455,3 +456,90 @@ def test_no_module_but_the_table_asks_which_launcher_it_is():
     facts = [f.name for f in dataclasses.fields(LauncherRow) if f.name not in ("name", "detect")]
     unread = [fact for fact in facts if not any(f".{fact}" in text for text in sources.values())]
     assert not unread, f"facts no module reads: {unread}"
+
+
+# -- evidence that contradicts itself (issue 28, class 6) -------------------------------------------
+# Every variable a detector reads, with values that make sense and values that do not.
+_EVIDENCE = {
+    "RANK": ["0", "1", "3"], "WORLD_SIZE": ["1", "2", "4"], "LOCAL_RANK": ["0", "1"], "LOCAL_WORLD_SIZE": ["1", "2"],
+    "NODE_RANK": ["0", "1"], "GROUP_RANK": ["0"], "MASTER_ADDR": ["127.0.0.1"], "MASTER_PORT": ["29500"],
+    "TORCHELASTIC_RUN_ID": ["r1"], "TORCHELASTIC_USE_AGENT_STORE": ["True", "False"], "RAY_RAYLET_PID": ["77"],
+    "PET_NNODES": ["2"], "PET_NPROC_PER_NODE": ["1", "2"], "PET_NODE_RANK": ["0", "1"],
+    "OMPI_COMM_WORLD_RANK": ["0", "1"], "OMPI_COMM_WORLD_SIZE": ["2"], "OMPI_COMM_WORLD_LOCAL_RANK": ["0"],
+    "OMPI_COMM_WORLD_LOCAL_SIZE": ["2"], "SLURM_PROCID": ["0", "1"], "SLURM_NTASKS": ["2"], "SLURM_STEP_ID": ["0"],
+    "SLURM_JOB_ID": ["42"], "SLURM_NODELIST": ["node01"], "SLURM_LOCALID": ["0"], "SUBMITIT_EXECUTOR": ["slurm"],
+}
+
+
+def _outcome(environ: dict, group_exists: bool):
+    """What the job's start makes of ``environ``: a refusal's message, or the launch and whether it makes a group."""
+    import os
+    from unittest import mock
+
+    from bootstrap.distributed.frameworks import submitit_job
+
+    try:
+        with mock.patch.dict(os.environ, environ, clear=True):  # submitit reads os.environ itself
+            launch = detect(environ, submitit_job(environ), group_exists=group_exists)
+        plan = make_plan(load({}), environ_now=environ, env_set={}, explicit_vars=(), state=FRESH, cpus=2,
+                         machine_cpus=2, launch=launch)
+    except ConfigError as refused:
+        return str(refused), None
+    return None, (launch, plan)
+
+
+def test_any_launcher_evidence_gives_one_process_one_rank_of_a_world_or_one_line_naming_the_variables():
+    """Every mix of launcher variables (hypothesis): a single process, a rank whose group the bootstrap or its
+    framework makes, or a one-line refusal that names a variable; never rank 0 of 2 with no group to come,
+    never another exception (submitit's bare KeyError: 'SLURM_JOB_ID')."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    # Each launcher's real variables, with some taken away and others' added: contradictions near real launches.
+    added = st.dictionaries(st.sampled_from(sorted(_EVIDENCE)), st.just(None), max_size=4).flatmap(
+        lambda names: st.fixed_dictionaries({name: st.sampled_from(_EVIDENCE[name]) for name in names}))
+    environments = st.builds(lambda base, gone, more: {**{k: v for k, v in base.items() if k not in gone}, **more},
+                             st.sampled_from([environ for environ, _ in SAMPLES.values()]),
+                             st.sets(st.sampled_from(sorted(_EVIDENCE)), max_size=3), added)
+
+    @settings(max_examples=400, deadline=None)
+    @given(environ=environments, group_exists=st.booleans())
+    def check(environ, group_exists):
+        refused, outcome = _outcome(environ, group_exists)
+        if refused is not None:
+            assert "\n" not in refused and any(name in refused for name in (*_EVIDENCE, "RANK")), refused
+            return
+        launch, plan = outcome
+        framework_later = launch.row.framework_makes_group and not launch.row.group_before_job  # Lightning
+        framework_now = launch.row.group_before_job and group_exists  # Ray Train's group is there
+        assert launch.world_size == 1 or plan.create_group or framework_later or framework_now, (environ, launch)
+        # a store some process hosts: rank 0's, or torchrun's agent where its workers were told to use one
+        told_agent = environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+        assert launch.world_size == 1 or not told_agent or launch.row.agent_store(environ), (environ, launch)
+
+    check()
+
+
+@pytest.mark.parametrize("environ, group_exists, message", [
+    ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "1", "TORCHELASTIC_USE_AGENT_STORE": "True"}, False,
+     "TORCHELASTIC_USE_AGENT_STORE=True says torchrun's agent hosts the ranks' store, but torchrun did not start"),
+    ({**SAMPLES_RAY, "WORLD_SIZE": "2"} if (SAMPLES_RAY := {"RAY_RAYLET_PID": "7", "RANK": "1", "LOCAL_RANK": "1",
+                                                            "MASTER_ADDR": "h", "MASTER_PORT": "2"}) else {},
+     False, "ray: RAY_RAYLET_PID with RANK=1 and WORLD_SIZE=2 say this is rank 1 of 2 of a world whose process "
+            "group ray makes before the job starts, but no process group exists"),
+    ({"SUBMITIT_EXECUTOR": "slurm"}, False, "SLURM_JOB_ID is not set"),
+    ({"SUBMITIT_EXECUTOR": "local"}, False, "SUBMITIT_LOCAL_JOB_ID is not set"),
+    ({"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "5", "SLURM_NTASKS": "two"}, False, "ValueError"),
+])
+def test_each_contradiction_is_refused_naming_its_variables(environ, group_exists, message):
+    refused, _ = _outcome(environ, group_exists)
+    assert refused is not None and message in refused, refused
+
+
+def test_what_agrees_with_itself_is_not_refused():
+    assert _outcome({**TORCHRUN_RANK1}, False)[0] is None  # torchrun's own agent store
+    ray = {"RAY_RAYLET_PID": "7", "RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "h",
+           "MASTER_PORT": "2"}
+    assert _outcome(ray, True)[0] is None  # Ray Train made its group before the job
+    assert _outcome({"TORCHELASTIC_USE_AGENT_STORE": "True"}, False)[0] is None  # one process: nothing waits
+    assert _outcome({"SUBMITIT_PREEMPT_SIGNAL": "USR1"}, False)[0] is None  # the user's own submitit setting

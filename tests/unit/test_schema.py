@@ -128,3 +128,55 @@ def test_a_plan_refused_in_the_doctors_preview_names_the_callbacks_key_too():
 def test_an_error_raised_outside_a_session_names_the_preset_env():
     with pytest.raises(ConfigError, match=r"^env\.seed=-1 is out of range\. .* e\.g\. env\.seed=0\.$"):
         load_preset({"seed": -1})
+
+
+# -- the final config, not only what Hydra merges in struct mode (issue 28, class 9) ---------------------
+def _job_start_refusal(*overrides) -> str:
+    """What the real callback says at job start for train_stub's config composed with ``overrides``."""
+    from bootstrap.adapter.callback import BootstrapCallback
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="config", return_hydra_config=True, overrides=[
+            "hydra.runtime.output_dir=/nonexistent/never-written", *overrides])
+    with pytest.raises(SystemExit) as stopped:
+        BootstrapCallback().on_job_start(config=cfg)
+    return str(stopped.value.code)
+
+
+@pytest.mark.parametrize("prefix, overrides", [
+    ("env", []),
+    ("bootstrap_env", ["~env", "+bootstrap_env=cpu_debug"]),
+    ("hydra.callbacks.bootstrap.env", ["~env", "+env@hydra.callbacks.bootstrap.env=cpu_debug"]),
+])
+def test_a_key_added_with_plus_is_refused_in_every_form_of_the_preset(prefix, overrides):
+    """Hydra's hint for a typo (`+env.threds.intra_op=1`) adds the key outside struct mode; the job would have
+    run with it ignored. Now the job refuses it, naming the key, its form and the nearest known key."""
+    said = _job_start_refusal(*overrides, f"+{prefix}.threds.intra_op=1")
+    assert f"{prefix}.threds: the preset has no such setting" in said
+    assert f"Did you mean {prefix}.threads?" in said
+
+
+@pytest.mark.parametrize("tree, where, nearest", [
+    ({"threds": {"intra_op": 1}}, "env.threds", "env.threads"),
+    ({"torch": {"determinstic": True}}, "env.torch.determinstic", "env.torch.deterministic"),
+    ({"distributed": {"flight_recorder": {"buffer_sise": 5}}}, "env.distributed.flight_recorder.buffer_sise",
+     "env.distributed.flight_recorder.buffer_size"),
+    ({"requires": {"cudaa": ">=12"}}, "env.requires.cudaa", "env.requires.cuda"),
+    ({"zzz": 1}, "env.zzz", None),
+])
+def test_every_key_the_schema_does_not_know_is_refused_naming_it_and_the_nearest(tree, where, nearest):
+    with pytest.raises(ConfigError) as refused:
+        load_preset(OmegaConf.create(tree))
+    said = str(refused.value)
+    assert said.startswith(f"{where}: the preset has no such setting")
+    assert (f"Did you mean {nearest}?" in said) if nearest else "Did you mean" not in said
+
+
+def test_the_free_form_maps_take_any_key():
+    preset = load_preset(OmegaConf.create({"vars": {"ANY_NAME_AT_ALL": 1}, "distributed": {"mesh": {"zz": -1}}}))
+    assert preset.vars == {"ANY_NAME_AT_ALL": 1} and preset.distributed.mesh == {"dp": -1, "zz": -1}  # merged
+
+
+def test_the_doctor_refuses_what_the_job_refuses(doctor_here, tmp_path):
+    answer = doctor_here("+env.threds.intra_op=1", cwd=tmp_path)
+    assert answer.returncode == 1 and "env.threds: the preset has no such setting" in answer.stderr

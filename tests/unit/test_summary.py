@@ -7,7 +7,8 @@ import stat
 from pathlib import Path
 
 from bootstrap.doors.outbound import write_text
-from bootstrap.sweep.summary import Row, objective_for, rank, to_csv, to_markdown
+from bootstrap.sweep.summary import Row, objective_for, rank
+from bootstrap.sweep.tables import to_csv, to_markdown
 
 
 def row(job, **metrics):

@@ -1,0 +1,155 @@
+"""bootstrap/doors/inbound.py, the one way in: every reader is bounded in depth as well as in size (issue 28,
+class 3), key material comes only from a private file of this user's (class 7), and no other module parses
+what someone else wrote.
+
+The depth bound is the reader's, not the parser's: a valid report nested 500 deep parses (Python's JSON
+parser stops near 1000), and every renderer after it (bootstrap diff's text, the sweep summary) would then
+recurse as deep. Each reader below gets nesting of 40, 500 and 100,000 levels, and refuses all three with
+one line.
+"""
+import ast
+import json
+import os
+import pickle
+import re
+import stat
+
+import pytest
+
+from bootstrap.doors import inbound
+from bootstrap.doors.inbound import MAX_DEPTH, Unreadable
+
+from conftest import ROOT
+
+
+def _nested(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+def _files(tmp_path, depth: int):
+    """The same nesting as each kind of file the package reads."""
+    text = _nested(depth)
+    json_file, yaml_file, pickled = tmp_path / "r.json", tmp_path / "h.yaml", tmp_path / "comm_lib_trace_rank_0"
+    json_file.write_text('{"schema_version": 2, "distributed": {"hang": ' + text + "}}")
+    yaml_file.write_text("hydra: " + text)
+    nested: object = 1
+    for _ in range(min(depth, 300)):  # pickle itself recurses while dumping: 300 deep is past the bound
+        nested = {"a": nested}
+    pickled.write_bytes(pickle.dumps({"entries": [nested]}, protocol=4))
+    return json_file, yaml_file, pickled
+
+
+def _readers():
+    """Every reader of data someone else wrote: name -> function of (json file, yaml file, pickle file)."""
+    from bootstrap.distributed import agree_store, dumps
+    from bootstrap.doors import records
+
+    return {
+        "inbound.read_json": lambda j, y, p: inbound.read_json(j),
+        "inbound.parse_json": lambda j, y, p: inbound.parse_json(j.read_text()),
+        "inbound.parse_json_bytes": lambda j, y, p: inbound.parse_json_bytes(j.read_bytes(), 1 << 24, "a peer"),
+        "inbound.read_yaml_mapping": lambda j, y, p: inbound.read_yaml_mapping(y),
+        "inbound.read_pickled_data": lambda j, y, p: inbound.read_pickled_data(p),
+        "records.read_report": lambda j, y, p: records.read_report(j),
+        "dumps.read": lambda j, y, p: dumps.read(p),
+        "agree_store (a peer's record)": lambda j, y, p: agree_store._read(j.read_bytes(), agree_store.Reference, "x"),
+    }
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 8, 500, 100_000])
+@pytest.mark.parametrize("reader", list(_readers()))
+def test_every_reader_refuses_nesting_past_its_bound_in_one_line(tmp_path, reader, depth):
+    files = _files(tmp_path, depth)
+    with pytest.raises(Unreadable) as refused:
+        _readers()[reader](*files)
+    assert "\n" not in str(refused.value) and len(str(refused.value)) < 300
+
+
+def test_nesting_within_the_bound_reads():
+    assert inbound.parse_json(_nested(MAX_DEPTH - 1)) == json.loads(_nested(MAX_DEPTH - 1))
+
+
+def test_a_shared_or_self_holding_value_is_walked_once_or_refused(tmp_path):
+    laughs = tmp_path / "laughs.yaml"  # aliases that a renderer would meet 10**8 times over
+    laughs.write_text("a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(8)))
+    assert set(inbound.read_yaml_mapping(laughs)) == set("abcdefghi")  # read at once: each shared list once
+    looped: list = []
+    looped.append(looped)
+    with pytest.raises(Unreadable, match="nested more than"):
+        inbound.bounded_depth(looped, "x")
+
+
+def test_renderers_are_bounded_in_depth_too():
+    from bootstrap.core import facts
+    from bootstrap.doors import outbound
+
+    deep = json.loads(_nested(200))
+    assert facts.text(deep).count("...") == 1 and len(facts.text(deep)) < 100
+    assert json.dumps(outbound.clean_data(deep)).count('"..."') == 1
+
+
+# -- no other way in -------------------------------------------------------------------------------
+# (module, call) -> why it is not a way in. Anything else found below fails the test.
+PARSERS_ALLOWED = {
+    ("bootstrap/distributed/flightrec.py", "pickle.loads"): "torch's own bytes, made in this process a moment before",
+    ("bootstrap/core/schema.py", "yaml.load"): "the presets this package ships",
+    ("bootstrap/sweep/tune.py", "yaml.safe_load"): "the preset tune itself just wrote, read back to check it",
+}
+_PARSE = re.compile(r"^(json\.loads?|yaml\.(safe_)?load|pickle\.loads?|marshal\.loads?|.*Unpickler)$")
+
+
+def test_no_module_but_inbound_parses_what_it_reads():
+    found = []
+    for path in sorted((ROOT / "bootstrap").rglob("*.py")):
+        relative = str(path.relative_to(ROOT))
+        if relative == "bootstrap/doors/inbound.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and _PARSE.match(ast.unparse(node.func)):
+                if (relative, ast.unparse(node.func)) not in PARSERS_ALLOWED:
+                    found.append(f"{relative}:{node.lineno}: {ast.unparse(node.func)}")
+    assert not found, "read it through bootstrap.doors.inbound:\n" + "\n".join(found)
+
+
+# -- key material ----------------------------------------------------------------------------------
+def _key_file(tmp_path, mode: int = 0o600):
+    path = tmp_path / "key"
+    path.write_bytes(b"k" * 64)
+    os.chmod(path, mode)
+    return path
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o400])
+def test_a_private_regular_file_of_this_users_is_read(tmp_path, mode):
+    assert inbound.read_private_bytes(_key_file(tmp_path, mode), 100) == b"k" * 64
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o666, 0o622])
+def test_a_file_others_may_read_or_write_is_refused(tmp_path, mode):
+    with pytest.raises(Unreadable, match="others may read or write it"):
+        inbound.read_private_bytes(_key_file(tmp_path, mode), 100)
+
+
+def test_a_link_even_to_a_private_file_is_refused(tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(_key_file(tmp_path))
+    with pytest.raises(Unreadable, match="a link"):
+        inbound.read_private_bytes(link, 100)
+
+
+def test_another_users_file_is_refused(tmp_path):
+    path = _key_file(tmp_path)
+    with pytest.raises(Unreadable, match="owned by another user"):
+        inbound.read_private_bytes(path, 100, uid=os.geteuid() + 1)  # the file is ours: as if we were another
+
+
+def test_a_directory_a_fifo_and_a_file_too_long_are_refused(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo, 0o600)
+    (tmp_path / "dir").mkdir(mode=0o700)
+    for path, reason in ((fifo, "not a regular file"), (tmp_path / "dir", "not a regular file"),
+                         (_key_file(tmp_path), "larger than 10 bytes")):
+        with pytest.raises(Unreadable, match=reason):
+            inbound.read_private_bytes(path, 10)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # opened without blocking, and not read

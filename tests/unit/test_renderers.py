@@ -1,0 +1,238 @@
+"""Every output built from data someone else wrote (a report on disk, rank 0's report, a peer's record in the
+store) keeps the promises of the way out (issue 28, classes 1 to 3), whoever wrote the data and however:
+
+- secrets are masked by their names, not only by their shape: a hand-edited report, one of another version or
+  one a user's own tool wrote may hold ``WANDB_API_KEY``'s value in clear (one rule: ``masking.masked``);
+- one line per finding: a value with a line break forges no line of its own;
+- visible: values that differ only in white space do not look alike (``'Ring '`` against ``Ring``);
+- bounded: thousands of keys or metrics, megabytes of text, nesting as deep as the reader lets through, make
+  bounded lines, never a traceback.
+
+:data:`RENDERERS` walks every path; ``test_every_reader_of_others_data_is_walked_here`` finds every place in
+the package that reads such data, and fails on a new one until it is walked here too.
+"""
+import ast
+import copy
+import io
+import json
+import re
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from bootstrap.doors import outbound
+from unit.test_facts import REPORT
+
+from conftest import ROOT
+
+PLANTED = {name: f"planted{index}q{'x' * 7}" for index, name in enumerate(
+    ("HF_TOKEN", "DB_PASSWORD", "WANDB_API_KEY", "MY_SECRET_KEY", "hang", "warning", "error", "lint"))}
+FORGED = "FORGED"  # starts a line only where a value forged one
+MAX_LINE = 5000  # characters of any one line any renderer makes
+DEEP = 28  # nesting the reader lets through (inbound.MAX_DEPTH is 32; the report adds its own levels)
+
+
+def _deep(depth: int):
+    node: dict = {"leaf": 1}
+    for _ in range(depth):
+        node = {"next": node}
+    return node
+
+
+def hostile(side: str) -> dict:
+    """A report no version of the bootstrap wrote: secrets in clear under secret names, line breaks, white
+    space, thousands of keys and metrics, and a field nested as deep as the reader allows. ``side`` a or b."""
+    data = copy.deepcopy(REPORT)
+    data["overrides"] = [f"+env.vars.HF_TOKEN={PLANTED['HF_TOKEN']}", f"db.password={PLANTED['DB_PASSWORD']}",
+                         f"env.threads.intra_op={1 if side == 'a' else 2}"]
+    data["vars"].update({
+        "WANDB_API_KEY": {"value": PLANTED["WANDB_API_KEY"], "source": "shell", "effective": True},
+        "DB_PASSWORD": {"value": PLANTED["DB_PASSWORD"], "source": "preset", "effective": True},
+        "NCCL_ALGO": {"value": "Ring" if side == "a" else "Ring ", "source": "shell", "effective": True},
+        "NCCL_PROTO": {"value": f"Simple\n{FORGED} a line", "source": "shell", "effective": True},
+    })
+    data["found"]["torch"] = f"2.13.0\n{FORGED} torch"
+    data["distributed"]["agreement"] = {"status": "single", "host": f"node\n{FORGED} host", "fingerprint": {
+        "var.MY_SECRET_KEY": PLANTED["MY_SECRET_KEY"], "var.WANDB_API_KEY": PLANTED["WANDB_API_KEY"],
+        "var.NCCL_SOCKET_IFNAME": "eth0" if side == "a" else "eth0\t", f"var.X\n{FORGED}": "v",
+        **{f"var.NCCL_K{i}": "a" * 300 + side for i in range(3000)}}}
+    data["distributed"]["hang"] = {"password": PLANTED["hang"], "deep": _deep(DEEP)}
+    data["warnings"] = [f"token={PLANTED['warning']}\n{FORGED} warning"]
+    data["lint"] = [{"name": "HF_TOKEN", "kind": "unknown", "message": f"HF_TOKEN={PLANTED['lint']}"}]
+    data["job"] = {"num": 0 if side == "a" else 1, "status": "completed", "error": f"password={PLANTED['error']}",
+                   "metrics": {"samples_per_s": 10.0 if side == "a" else 20.0,
+                               **{f"m{i}\n{FORGED}": float(i) for i in range(3000)}}}
+    return data
+
+
+def _job(directory: Path, side: str) -> Path:
+    (directory / ".hydra").mkdir(parents=True)
+    (directory / ".hydra" / "overrides.yaml").write_text(
+        "".join(f"- {json.dumps(o)}\n" for o in hostile(side)["overrides"]))
+    (directory / "bootstrap.json").write_text(json.dumps(hostile(side)))
+    return directory
+
+
+def _printed(call) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        result = call()
+    return out.getvalue() + err.getvalue() + (result if isinstance(result, str) else "")
+
+
+# -- every renderer of others' data: name -> function(sweep dir holding jobs 0 and 1) -> what it shows ---------
+def _diff(*options):
+    def run(sweep: Path) -> str:
+        from bootstrap.cli import diff
+
+        return _printed(lambda: diff.main([str(sweep / "0"), str(sweep / "1"), *options]))
+    return run
+
+
+def _summary(sweep: Path) -> str:
+    from bootstrap.sweep import summary
+
+    return summary.write(sweep)  # the markdown, printed when the sweep ends
+
+
+def _summary_csv(sweep: Path) -> str:
+    """A data file: a row holds every metric of a job (bounded by the reports' own size); a cell may hold a line
+    break, quoted as CSV does, so its lines are its rows as a CSV reader reads them, cells escaped."""
+    import csv
+
+    from bootstrap.sweep import summary
+
+    summary.write(sweep)
+    with open(sweep / summary.CSV_NAME, newline="") as f:
+        rows = list(csv.reader(f))
+    assert len(rows) == 3  # the header and one row per job
+    return "\n".join(" ".join(cell.encode("unicode_escape").decode() for cell in row) for row in rows)
+
+
+def _tune(sweep: Path) -> str:
+    from bootstrap.sweep import tune
+
+    try:
+        target, text = tune.write(sweep, "mine", sweep / "conf", False, None, None)
+        return text + Path(target).read_text()
+    except tune.TuneError as error:
+        return str(error)
+
+
+def _rank0_report(sweep: Path) -> str:
+    """A Lightning rank >= 1 compares itself with rank 0's report (bootstrap.core.agreement)."""
+    from bootstrap.core import agreement
+    from bootstrap.doors import records
+
+    reference = records.read_report(sweep / "0" / "bootstrap.json")
+    own = {"var.NCCL_SOCKET_IFNAME": "eth1", "var.MY_SECRET_KEY": "***", **{f"var.NCCL_K{i}": "b" for i in range(99)}}
+    record = agreement.compare_with_report(reference, own, 1, 2, "error")
+    return record.message + "\n" + outbound.to_json(record.to_json())  # as the rank's report holds it
+
+
+def _peer_record(sweep: Path) -> str:
+    """A peer's record in the store: rank 0's reference and an odd rank's values (bootstrap.distributed.agree_store)."""
+    from bootstrap.core import agreement
+    from bootstrap.distributed.agree_store import OddRank
+
+    reference = hostile("a")["distributed"]["agreement"]["fingerprint"]
+    odd = [OddRank(rank=1, host=f"b\n{FORGED}", values={**hostile("b")["distributed"]["agreement"]["fingerprint"],
+                                                       "var.NCCL_ALGO": f"Tree\n{FORGED}"})]
+    record = agreement.outcome(reference, f"a\n{FORGED}", odd, 1, 2, "error")
+    return record.message + "\n" + outbound.to_json(record.to_json())  # as each rank's report holds it
+
+
+def _doctor_and_log_table(sweep: Path) -> str:
+    """The doctor's text and the job's log table, fed a report of that shape."""
+    from bootstrap.cli import doctor
+    from bootstrap.core import report
+    from bootstrap.doors import records
+
+    read = records.read_report(sweep / "0" / "bootstrap.json")
+    return doctor.format_text(read) + "\n" + report.format_table(read)
+
+
+RENDERERS = {
+    "bootstrap diff": _diff(), "bootstrap diff --all": _diff("--all"), "bootstrap diff --json": _diff("--json"),
+    "sweep summary (markdown, the environments' note)": _summary, "sweep summary (CSV)": _summary_csv,
+    "bootstrap tune": _tune,
+    "a Lightning rank against rank 0's report": _rank0_report, "a peer's record in the store": _peer_record,
+    "doctor and the job's log table": _doctor_and_log_table,
+}
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("sweep")
+    _job(root / "0", "a")
+    _job(root / "1", "b")
+    return root
+
+
+@pytest.mark.parametrize("name", RENDERERS)
+def test_every_renderer_masks_by_name_keeps_lines_and_stays_bounded(sweep, name):
+    shown = RENDERERS[name](sweep)
+    assert shown.strip(), name
+    assert [s for s in PLANTED.values() if s in shown] == [], name
+    assert not [line for line in shown.splitlines() if line.lstrip(" |-*'\"").startswith(FORGED)], name
+    assert name == "sweep summary (CSV)" or max(len(line) for line in shown.splitlines()) <= MAX_LINE, name
+    assert "Traceback" not in shown and "RecursionError" not in shown
+
+
+def test_values_that_differ_only_in_white_space_look_different():
+    from bootstrap.cli import diff
+    from bootstrap.core import facts
+    from bootstrap.doors.records import Report
+
+    a, b = (facts.facts(Report.from_json(hostile(side))) for side in "ab")
+    rows = {row["name"]: row for row in diff.compare(a, b)["variables"]}
+    assert (rows["NCCL_ALGO"]["a"], rows["NCCL_ALGO"]["b"]) == ("Ring (shell)", "'Ring ' (shell)")
+    assert rows["NCCL_SOCKET_IFNAME"]["b"] == "'eth0\\t' (inherited)"
+
+
+def test_a_peer_with_thousands_of_keys_makes_one_bounded_line_and_the_stop_is_not_lost():
+    from bootstrap.core import agreement
+    from bootstrap.distributed.agree_store import OddRank
+
+    values = {f"var.AAA_{i}": "x" for i in range(5000)}
+    values["var.TORCH_DISTRIBUTED_DEBUG"] = "INFO"  # sorts after every AAA_: still decides the job
+    record = agreement.outcome({}, "a", [OddRank(rank=1, host="b", values=values)], 1, 2, "error")
+    assert record.status == "stopped" and "\n" not in record.message
+    assert len(record.message) <= outbound.MAX_FINDING and "TORCH_DISTRIBUTED_DEBUG=INFO" in record.message
+    assert len(record.differences) == agreement.MAX_RECORDED and record.more_differences == 5001 - 64
+    assert f"and {5001 - agreement.MAX_SAID} more differences" in record.message
+
+
+# -- completeness: every reader of others' data is walked above ------------------------------------------
+# module -> what it reads that someone else wrote, and which renderer above walks it
+READERS_OF_OTHERS_DATA = {
+    "bootstrap/cli/diff.py": "reports on disk: bootstrap diff, --all, --json",
+    "bootstrap/sweep/summary.py": "every job's report and overrides.yaml: the sweep summary, tune",
+    "bootstrap/core/agreement.py": "rank 0's report (Lightning) and the peers' records: two renderers above",
+    "bootstrap/distributed/agree_store.py": "the peers' records in the store: 'a peer's record in the store'",
+    "bootstrap/distributed/dumps.py": "flight-recorder dumps (tests/unit/test_dumps.py); of a report, only started_ns",
+    "bootstrap/distributed/group.py": "rank 0's run directory and the first failure (tests/unit/test_waits.py, "
+                                      "test_hostile_input.py): one line, bounded",
+    "bootstrap/distributed/flightrec.py": "a peer's request for dumps: compared, never shown",
+    "bootstrap/core/report.py": "GroupAtEnd.from_json of this process's own group: not others' data",
+    "bootstrap/sweep/tune.py": "hydra.yaml of a sweep's job (the sweeper's direction): a direction, never shown",
+    "bootstrap/variables/exportkey.py": "the export key file (tests/unit/test_exportkey.py): never shown",
+    "bootstrap/core/schema.py": "the presets this package ships: its own files",
+}
+_READS = re.compile(r"\b(?:read_report|from_json|exchange|parse_json_bytes|read_json|read_yaml_mapping|"
+                    r"read_string_list|read_pickled_data|read_private_bytes|read_text|store\.get|compare_set)\(")
+
+
+def test_every_reader_of_others_data_is_walked_here():
+    found = set()
+    for path in sorted((ROOT / "bootstrap").rglob("*.py")):
+        relative = str(path.relative_to(ROOT))
+        if relative in ("bootstrap/doors/inbound.py", "bootstrap/doors/records.py", "bootstrap/doors/typed.py"):
+            continue  # the door itself
+        tree = ast.parse(path.read_text())
+        if any(isinstance(node, ast.Call) and _READS.search(ast.unparse(node.func) + "(")
+               for node in ast.walk(tree)):
+            found.add(relative)
+    assert found - set(READERS_OF_OTHERS_DATA) == set(), "walk these in RENDERERS, then list them"
+    assert set(READERS_OF_OTHERS_DATA) - found == set(), "no longer reads others' data: take it off the list"

@@ -1,0 +1,118 @@
+"""Every wait is bounded by the user's timeout and never blames a rank that started (issue 28, class 5).
+
+1. Static: every call in the package that can block on another process, a thread or the clock is listed in
+   :data:`WAITS` with what bounds it; a new one fails the test until it is listed (and bounded).
+2. Real stores: rank 0's run directory under torchrun's agent store is waited for within the preset's
+   ``env.distributed.timeout_s``, connect and read together, and what rank 0 sent is read strictly.
+3. The budget: one :class:`~bootstrap.distributed.waits.Deadline` for all the steps of one wait.
+
+The agreement's own waits (a rank under another policy, a rank that never comes) are held by
+tests/unit/test_agree_store.py on a real TCPStore and tests/e2e/test_agreement.py under torchrun.
+"""
+import ast
+import datetime
+import time
+
+import pytest
+import torch.distributed as dist
+
+from bootstrap.distributed import group
+from bootstrap.distributed.launcher import detect
+from bootstrap.distributed.waits import Deadline
+from bootstrap.doors.errors import BootstrapError
+
+from conftest import ROOT
+
+# (module, call) -> what bounds it. Anything else found below fails the test.
+WAITS = {
+    ("bootstrap/adapter/callback.py", "agree_on_run_dir"): "env.distributed.timeout_s (jobconfig.timeout_s)",
+    ("bootstrap/adapter/sweep_end.py", "self._ended.wait"): "POLL_S, in a daemon thread that ends with the sweep",
+    ("bootstrap/core/agreement.py", "group.run_interruptibly"): "the work's own deadline; Ctrl-C within POLL_S",
+    ("bootstrap/core/agreement.py", "group.rendezvous_store"): "the comparison's Deadline(timeout_s)",
+    ("bootstrap/core/agreement.py", "agree_store.exchange"): "the comparison's Deadline(timeout_s)",
+    ("bootstrap/distributed/agree_store.py", "deadline.bound(store).get"): "what is left of the Deadline",
+    ("bootstrap/distributed/agree_store.py", "store.multi_get"): "keys every rank set before 'done': no wait",
+    ("bootstrap/distributed/flightrec.py", "time.sleep"): "wait_for_dumps' min(PEERS_S, timeout_s) deadline",
+    ("bootstrap/distributed/flightrec.py", "wait_for_dumps"): "min(PEERS_S, env.distributed.timeout_s)",
+    ("bootstrap/distributed/flightrec.py", "self._thread.join"): "5 s, once the watcher was told to stop",
+    ("bootstrap/distributed/flightrec.py", "select.select"): "POLL_S, in the watcher's daemon thread",
+    ("bootstrap/distributed/flightrec.py", "self._main_alive.wait"): "min(GRACE_S, env.distributed.timeout_s)",
+    ("bootstrap/distributed/flightrec.py", "store.get"): "only after store.check found the key: no wait",
+    ("bootstrap/distributed/group.py", "dist.TCPStore"): "Deadline(timeout_s).left(): connecting, within the budget",
+    ("bootstrap/distributed/group.py", "run_interruptibly"): "the work's own timeout; Ctrl-C within POLL_S",
+    ("bootstrap/distributed/group.py", "dist.init_process_group"): "timeout=env.distributed.timeout_s (torch's)",
+    ("bootstrap/distributed/group.py", "deadline.bound(store).get"): "what is left of Deadline(timeout_s)",
+    ("bootstrap/distributed/group.py", "worker.finished.wait"): "POLL_S, looping while the work's own deadline runs",
+    ("bootstrap/distributed/group.py", "init_device_mesh"): "the group's timeout (its sub-groups inherit it)",
+    ("bootstrap/distributed/group.py", "dist.destroy_process_group"): "local: waits on no peer",
+    ("bootstrap/distributed/group.py", "store.compare_set"): "the group's store timeout, env.distributed.timeout_s",
+}
+_BLOCKING = {"wait", "join", "sleep", "TCPStore", "init_process_group", "init_device_mesh", "multi_get",
+             "compare_set", "barrier", "run_interruptibly", "destroy_process_group", "wait_for_dumps", "exchange",
+             "agree_on_run_dir", "rendezvous_store", "get", "select"}
+
+
+def _waits():
+    for path in sorted((ROOT / "bootstrap").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            receiver = ast.unparse(func.value) if isinstance(func, ast.Attribute) else ""
+            if name not in _BLOCKING or (name == "get" and "store" not in receiver.lower()) \
+                    or (name == "select" and receiver != "select") \
+                    or (name == "join" and (isinstance(func.value, ast.Constant) or receiver.startswith("os.path"))):
+                continue
+            yield str(path.relative_to(ROOT)), ast.unparse(func)
+
+
+def test_every_wait_in_the_package_is_listed_with_what_bounds_it():
+    found = set(_waits())
+    assert found - set(WAITS) == set(), "bound these by the user's timeout, then list them in WAITS"
+    assert set(WAITS) - found == set(), "no longer in the package: take it off WAITS"
+
+
+def test_one_deadline_bounds_every_step_of_a_wait():
+    deadline = Deadline(0.3)
+    store = dist.TCPStore("127.0.0.1", 0, 1, True, datetime.timedelta(seconds=60))
+    started = time.monotonic()
+    for key in ("a", "b", "c"):  # three steps, each would wait 60 s on the store's own timeout
+        with pytest.raises(RuntimeError):
+            deadline.bound(store).get(key)
+    assert time.monotonic() - started < 2
+
+
+# -- rank 0's run directory, under torchrun's agent store -----------------------------------------
+def _agent_store():
+    """A store as torchrun's agent hosts it, and rank 1's launch of a world it serves."""
+    store = dist.TCPStore("127.0.0.1", 0, 1, True, datetime.timedelta(seconds=60), wait_for_workers=False)
+    environ = {"TORCHELASTIC_RUN_ID": "run9", "TORCHELASTIC_USE_AGENT_STORE": "True", "RANK": "1", "WORLD_SIZE": "2",
+               "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(store.port)}
+    return store, environ, detect(environ)
+
+
+def test_rank_1_waits_for_rank_0s_run_directory_within_the_users_timeout():
+    store, environ, launch = _agent_store()
+    started = time.monotonic()
+    with pytest.raises(BootstrapError) as refused:  # rank 0 never publishes: the old wait was 300 s + 300 s
+        group.agree_on_run_dir("/mine", launch, 2, environ)
+    assert time.monotonic() - started < 10
+    assert "within env.distributed.timeout_s=2" in str(refused.value) and "Rank 0 did not start" in str(refused.value)
+
+
+def test_rank_0s_run_directory_is_read_strictly():
+    store, environ, launch = _agent_store()
+    key = "hydra_train_bootstrap/run9/0/run_dir"
+    store.set(key, "/runs/rank0")
+    assert group.agree_on_run_dir("/mine", launch, 5, environ) == "/runs/rank0"
+    for garbage in (b"\xff\xfe", b"a\0b", b"/" * 5000):
+        store.set(key, garbage)
+        with pytest.raises(BootstrapError, match="could not learn rank 0's run directory"):
+            group.agree_on_run_dir("/mine", launch, 5, environ)
+
+
+def test_no_store_is_asked_where_torchrun_offers_none():
+    store, environ, launch = _agent_store()
+    environ = {**environ, "TORCHELASTIC_USE_AGENT_STORE": "False"}
+    assert group.agree_on_run_dir("/mine", detect(environ), 5, environ) == "/mine"
