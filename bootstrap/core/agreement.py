@@ -214,7 +214,9 @@ def message(found: Sequence[records.Difference], odd: Sequence[Any], odd_count: 
     fixes += [_FIXES[kind] for kind in dict.fromkeys(d.kind for d in said if not d.name.startswith(("var.", "eff")))
               if kind in _FIXES]
     stops = any(d.stops for d in found)
-    head = "the ranks did not start alike" + (" in what collectives depend on" if stops else "")
+    policy_only = stops and all(d.kind == POLICY for d in found if d.stops)
+    head = "the ranks did not start alike" + (f" in {PRESET}.distributed.agree, so they would not decide alike"
+                                              if policy_only else " in what collectives depend on" if stops else "")
     tail = f"; or set {PRESET}.distributed.agree=warn to go on anyway" \
         if any(d.stops and d.kind != POLICY for d in found) else ""
     rest = f" | and {unsaid} more differences (distributed.agreement in each rank's report)" if unsaid > 0 else ""

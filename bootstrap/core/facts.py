@@ -16,6 +16,7 @@ alike.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any, Dict, Iterable, Optional, Tuple
@@ -58,7 +59,12 @@ def text(value: Any, depth: int = 0) -> Optional[str]:
 def shown(name: str, value: Any) -> Optional[str]:
     """A fact's value as it is compared and shown: masked by its name and its shape, then visible."""
     as_text = text(value)
-    return None if as_text is None else visible(masked(name, as_text))
+    return None if as_text is None else _shown(str(name), as_text)
+
+
+@functools.lru_cache(maxsize=8192)  # pure; the jobs of one sweep share most facts (versions, CPUs, variables)
+def _shown(name: str, as_text: str) -> str:
+    return visible(masked(name, as_text))
 
 
 def _present(pairs: Iterable[Tuple[str, Any]]) -> Dict[str, str]:

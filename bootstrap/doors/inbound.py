@@ -61,35 +61,39 @@ def read_text(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
 
 def bounded_depth(value: Any, what: str, limit: int = MAX_DEPTH) -> Any:
     """``value`` itself, if no object or list in it lies more than ``limit`` deep; else :class:`Unreadable`.
-    Walked without recursion, so the check itself cannot exhaust the stack. One object that YAML's
-    aliases or a pickle's memo share many times over (a cycle, "a billion laughs") is walked again only
-    when it is met deeper than before, so the walk is linear in the file, and a cycle is too deep."""
-    pending, deepest = [(value, 1)], {}
-    while pending:
-        item, depth = pending.pop()
-        if deepest.get(id(item), 0) >= depth:
-            continue
-        deepest[id(item)] = depth
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, (list, tuple)) else None
-        if children is None:
-            continue
+    Walked level by level without recursion, so the check itself cannot exhaust the stack. A value that YAML's
+    aliases or a pickle's memo share many times over (a cycle, "a billion laughs") is walked once per level
+    it is met at, so the walk stays linear in the file, and a cycle is too deep."""
+    level, depth = [value] if type(value) in _CONTAINERS else [], 0
+    while level:
+        depth += 1
         if depth > limit:
             raise Unreadable(f"{what}: nested more than {limit} deep")
-        pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list, tuple)))
+        below: list = []
+        for item in level:
+            below += [child for child in (item.values() if type(item) is dict else item) if type(child) in _CONTAINERS]
+        if len(below) > 64:  # shared values only matter when there are many: JSON shares none
+            below = list({id(child): child for child in below}.values())
+        level = below
     return value
+
+
+_CONTAINERS = (dict, list, tuple)
 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def parse_json(text: str, what: str = "the file") -> Any:
-    """Strict JSON: no NaN or Infinity (Python's parser takes them; JSON has neither)."""
+def parse_json(text: str, what: str = "the file", typed: bool = False) -> Any:
+    """Strict JSON: no NaN or Infinity (Python's parser takes them; JSON has neither), nested at most
+    :data:`MAX_DEPTH` deep. ``typed``: the caller reads the result into a typed section at once
+    (:mod:`bootstrap.doors.typed`), which bounds every field's depth itself, so the walk is not made twice."""
     try:
         value = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError):  # ValueError: not JSON, or an int past Python's digit limit
         raise Unreadable(f"{what}: not JSON") from None
-    return bounded_depth(value, what)
+    return value if typed else bounded_depth(value, what)
 
 
 def parse_json_bytes(data: bytes, limit: int, what: str) -> Any:
@@ -103,8 +107,9 @@ def parse_json_bytes(data: bytes, limit: int, what: str) -> Any:
     return parse_json(text, what)
 
 
-def read_json(path: Path, limit: int = MAX_TEXT_BYTES) -> Any:
-    return parse_json(read_text(path, limit), Path(path).name)
+def read_json(path: Path, limit: int = MAX_TEXT_BYTES, typed: bool = False) -> Any:
+    """A JSON file (:func:`parse_json`)."""
+    return parse_json(read_text(path, limit), Path(path).name, typed)
 
 
 def _yaml_loader():

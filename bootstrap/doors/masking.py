@@ -82,7 +82,10 @@ def names_secret(text: Any) -> bool:
 
 def masked(name: Any, value: Any) -> str:
     """A value stored under ``name`` (a variable, a key), as it may be shown."""
-    return MASK if is_secret(name) or names_secret(value) else mask_credentials(value)
+    text = str(value)
+    if _nothing_to_mask(str(name)) and _nothing_to_mask(text):  # most values: no rule below can find anything
+        return text
+    return MASK if is_secret(name) or names_secret(text) else mask_credentials(text)
 
 
 def holds_secret(value: Any, inside: bool = False) -> bool:
@@ -113,10 +116,11 @@ def _nothing_to_mask(text: str) -> bool:
     holds none of these where the whole holds none, so such text is its own masked form. Only
     ASCII: ``re.IGNORECASE`` also matches a few other letters (``ı`` for ``i``, ``ſ`` for ``s``).
     ``tests/unit/test_masking.py`` checks the two paths agree."""
-    if not text.isascii() or "${" in text or "://" in text:
-        return False
-    lowered = text.lower()
-    return not any(word in lowered for word in _MARKER_WORDS) and _TOKEN.search(text) is None
+    return text.isascii() and _CUE.search(text) is None
+
+
+# Anything in ASCII text that a rule could start from: a marker word in any case, a reference, a URL, a token.
+_CUE = re.compile("(?i:" + "|".join(_MARKER_WORDS) + r")|\$\{|://|" + _TOKEN.pattern)
 
 
 def masked_override(override: Any) -> str:

@@ -308,7 +308,7 @@ def upgraded(data: Any) -> Any:
 def read_report(path: os.PathLike) -> Report:
     """The report in ``path``, of any schema version this package has written; raises only
     :class:`~bootstrap.doors.inbound.Unreadable` (``bootstrap.json: job.num: ...``)."""
-    data = inbound.read_json(path)
+    data = inbound.read_json(path, typed=True)  # the typed Report bounds every field's depth
     try:
         return Report.from_json(upgraded(data))
     except Unreadable as error:

@@ -2,7 +2,9 @@
 values, bounded. Pure. Either way raises :class:`Wrong` with a one-line reason; the caller names the file.
 
 - :func:`section`: a dataclass reads itself by its fields' types, and writes itself back (:func:`to_json`):
-  the report (:mod:`bootstrap.doors.records`). A :data:`Count` is a whole number from 0 to 2**53, a
+  the report (:mod:`bootstrap.doors.records`). Every field's type bounds its depth, and a free-form object
+  (``Dict[str, Any]``) is checked against :data:`bootstrap.doors.inbound.MAX_DEPTH`: a section read from
+  parsed JSON is bounded in depth whatever the JSON held. A :data:`Count` is a whole number from 0 to 2**53, a
   float finite, any other int within 64 bits (a 400-digit integer is none of these).
 - :func:`whole`, :func:`boolean`, :func:`text`: one value of data without a schema, named by the caller:
   the flight recorder's dumps (:mod:`bootstrap.distributed.dumps`).
@@ -14,7 +16,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, NewType, Optional, Tuple
 
-from bootstrap.doors.inbound import Unreadable
+from bootstrap.doors.inbound import MAX_DEPTH, Unreadable, bounded_depth
 
 # A whole number from 0 to 2**53: a job number, a rank, a thread count. Past 2**53 it would not
 # survive a float in another reader, and none of these is ever that large.
@@ -90,9 +92,14 @@ def _number(value: Any) -> float:
 
 
 def _object(value: Any) -> dict:
-    if type(value) is dict:
-        return value
-    raise Wrong("not an object")
+    """A free-form object (``Dict[str, Any]``): the one type whose depth the schema does not bound, so it is
+    bounded here (:data:`bootstrap.doors.inbound.MAX_DEPTH`)."""
+    if type(value) is not dict:
+        raise Wrong("not an object")
+    try:
+        return bounded_depth(value, "")
+    except Unreadable:
+        raise Wrong(f"nested more than {MAX_DEPTH} deep") from None
 
 
 def _or_none(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -139,7 +146,7 @@ _READERS: Dict[Any, Callable[[Any], Any]] = {
 # Types whose check is the type alone, the value kept as it is: checked in the section's loop, no call.
 _SIMPLE: Dict[Any, Tuple[type, ...]] = {
     str: (str,), Optional[str]: (str, type(None)), bool: (bool,), Optional[bool]: (bool, type(None)),
-    Dict[str, Any]: (dict,), Optional[Dict[str, Any]]: (dict, type(None)),
+    Optional[Dict[str, Any]]: (type(None),),  # and an object, through _object: its depth is checked
     Optional[int]: (type(None),), Optional[Count]: (type(None),),  # and a whole number within _RANGE
 }
 # Whole numbers checked in the loop too: [low, high).
