@@ -41,9 +41,11 @@ def _stop(error: Exception, where: str, overrides: Optional[list] = None, multir
     a rendezvous that failed, an unwritable directory), the message is masked.
     """
     overrides = overrides or []
-    text = str(error) if isinstance(error, BootstrapError) else f"{type(error).__name__}: {error}"
-    message = f"Error: {masked_text(text, overrides)}" if isinstance(error, BootstrapError) else \
-        f"Error: the bootstrap failed in {where}: {masked_text(text, overrides)}"
+    if isinstance(error, BootstrapError):  # our own: one line per finding, each value shown one line already
+        message = f"Error: {masked_text(str(error), overrides)}"
+    else:  # anyone's exception (torch's, Hydra's): one finding, one line
+        text = outbound.finding(masked_text(f"{type(error).__name__}: {error}", overrides))
+        message = f"Error: the bootstrap failed in {where}: {text}"
     if where == "on_job_start" and multirun:
         message += f"\n(in the multirun job with overrides: {masked_line(' '.join(overrides)) or '(none)'})"
     if os.environ.get("HYDRA_FULL_ERROR") == "1":

@@ -60,11 +60,6 @@ class SweepEnd:
         if self._frame is not None:
             threading.Thread(target=self._watch, name="bootstrap-sweep-end", daemon=True).start()
 
-    @property
-    def watched(self) -> bool:
-        """Was the sweep's driver found, so that its end releases the hooks whatever Hydra calls?"""
-        return self._frame is not None or self._ended.is_set()
-
     def _watch(self) -> None:
         while not self._ended.wait(POLL_S):
             frame = self._frame

@@ -293,13 +293,13 @@ def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLi
 
     if group.in_use():  # a framework made the group before the job started (Ray Train): its store
         when = f"after the process group, which {launch.launcher.value} made before the job started"
-        return _exchange(None, facts, launch, base, "group_store", when, timeout_s)
+        return _exchange(facts, launch, base, "group_store", when, timeout_s)
     if launch.row.framework_makes_group:  # Lightning: rank 0's report is in the shared run directory
         return (off if policy == "off" else _against_report(output_dir, own, launch, base, planned)), None
     if creates_group or launch.row.agent_store(os.environ):
         group.check_no_abandoned_rendezvous()  # rank 0 may host the store at MASTER_PORT
         when = "before the process group" if creates_group else "at job start (no process group is made)"
-        return _exchange(launch, facts, launch, base, "store", when, timeout_s)
+        return _exchange(facts, launch, base, "store", when, timeout_s)
     if policy == "off":
         return off, None
     return records.Agreement(status=Status.NOT_CHECKED.value, note=(
@@ -307,24 +307,25 @@ def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLi
         f"({PRESET}.distributed.init=never) and {launch.launcher.value} offers none"), **base), None
 
 
-def _exchange(rendezvous: Any, facts: Facts, launch: Any, base: dict, via: str, when: str,
+def _exchange(facts: Facts, launch: Any, base: dict, via: str, when: str,
               timeout_s: int) -> Tuple[records.Agreement, Any]:
-    """Through the store ``rendezvous_store(rendezvous)`` makes (``rendezvous``: the launch), or the existing
-    group's (None); every wait within one ``timeout_s``."""
+    """Through the store the rendezvous makes (``via`` store) or the existing group's (``group_store``); every
+    wait within one ``timeout_s``."""
     from bootstrap.distributed import agree_store, group
     from bootstrap.distributed.waits import Deadline
 
     _checks[0] += 1
     key, deadline, policy = run_key(os.environ, launch, _checks[0]), Deadline(timeout_s), base["policy"]
+    ours = via == "store"
 
     def work():
-        store = group.rendezvous_store(rendezvous, deadline) if rendezvous is not None else group.default_store()
+        store = group.rendezvous_store(launch, deadline) if ours else group.default_store()
         own_timeout = store.timeout  # the group's store keeps its own; a store made here gets the group's
         try:
             return store, agree_store.exchange(store, key, launch.rank, launch.world_size, base["host"], policy,
                                                lambda salt: fingerprint(facts, os.environ, salted(salt)), deadline)
         finally:
-            store.set_timeout(own_timeout if rendezvous is None else datetime.timedelta(seconds=timeout_s))
+            store.set_timeout(datetime.timedelta(seconds=timeout_s) if ours else own_timeout)
 
     try:
         store, exchanged = group.run_interruptibly(work, lambda made: None, "bootstrap-agreement")
@@ -336,18 +337,20 @@ def _exchange(rendezvous: Any, facts: Facts, launch: Any, base: dict, via: str, 
         ) from None
     except (RuntimeError, ValueError, records.Unreadable) as error:  # no store to reach, or a peer wrote garbage
         first = outbound.finding(str(error).splitlines()[0] if str(error) else type(error).__name__, 300)
-        where = f" at {launch.master_addr}:{launch.master_port}" if rendezvous is not None else ""
+        where = f"the store at {launch.master_addr}:{launch.master_port}" if ours else "the process group's store"
+        host = ("torchrun's agent hosts it" if launch.row.agent_store(os.environ) else
+                "rank 0 hosts it: check that rank 0 started and that MASTER_ADDR and MASTER_PORT name it") if ours \
+            else f"{launch.launcher.value} made it"
         raise BootstrapError(
-            f"the ranks could not compare how they started ({PRESET}.distributed.agree): the store{where} could "
-            f"not be used within {PRESET}.distributed.timeout_s={timeout_s}: {first}. Rank 0 hosts it: check that "
-            "rank 0 started and that MASTER_ADDR and MASTER_PORT name it.") from None
+            f"the ranks could not compare how they started ({PRESET}.distributed.agree): {where} could not be used "
+            f"within {PRESET}.distributed.timeout_s={timeout_s}: {first}. ({host}.)") from None
     reference = exchanged.reference
     compared = {**reference.fingerprint, agree_store.POLICY_KEY: reference.policy} if reference.policy else \
         reference.fingerprint
     record = outcome(compared, reference.host, exchanged.odd, exchanged.odd_count, launch.world_size, policy)
     if policy == "off" and record.status == Status.AGREED.value:
         record.status = Status.OFF.value  # every rank runs under off: nothing was compared
-    return _with(record, base, via=via, when=when), (store if via == "store" else None)
+    return _with(record, base, via=via, when=when), (store if ours else None)
 
 
 def _against_report(output_dir: Optional[os.PathLike], own: Dict[str, str], launch: Any, base: dict,

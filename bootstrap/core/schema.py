@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -190,14 +191,19 @@ def validate(preset: EnvConfig) -> EnvConfig:
 FREE_FORM = ("vars", "distributed.mesh")  # maps whose keys are the user's: variable names, mesh dimensions
 
 
-def unknown_key(tree: Any, cls: type = None, path: str = "") -> Optional[Tuple[str, List[str]]]:
+@functools.lru_cache(maxsize=None)
+def _fields(cls: type) -> Tuple[Dict[str, Any], List[str]]:
+    """A schema dataclass's field types and names, in order (its annotations are text: evaluated once)."""
+    return typing.get_type_hints(cls), [f.name for f in dataclasses.fields(cls)]
+
+
+def unknown_key(tree: Any, cls: Optional[type] = None, path: str = "") -> Optional[Tuple[str, List[str]]]:
     """The first key of ``tree`` (a preset as plain data) that the schema does not know, as its dotted path, with
     the keys known where it sits; None when every key is known. The free-form maps (:data:`FREE_FORM`) hold any."""
     cls = cls or EnvConfig
     if not isinstance(tree, dict) or path in FREE_FORM:
         return None
-    hints = typing.get_type_hints(cls)
-    known = [f.name for f in dataclasses.fields(cls)]
+    hints, known = _fields(cls)
     for key, value in tree.items():
         where = f"{path}.{key}" if path else str(key)
         if key not in hints:

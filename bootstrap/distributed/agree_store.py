@@ -56,8 +56,13 @@ class Absent(RuntimeError):
 
     def __init__(self, ranks: Ranks, complete: bool, world_size: int, timeout_s: float):
         self.ranks, self.complete, self.world_size, self.timeout_s = ranks, complete, world_size, timeout_s
-        super().__init__(f"{ranks.text() if ranks else 'no rank could be asked'}{'' if complete else ' and more'}"
-                         f" of {world_size} did not reach the comparison within {timeout_s:g} s")
+        if ranks:
+            said = f"{ranks.text()}{'' if complete else ' and more'} of {world_size} did not reach the comparison"
+        elif complete:  # every rank marked itself here: one stopped half-way (crashed while comparing)
+            said = f"every rank of {world_size} reached the comparison, but not every rank finished it"
+        else:
+            said = f"the store went away (rank 0 hosts it) before the {world_size} ranks had compared"
+        super().__init__(f"{said} within {timeout_s:g} s")
 
 
 @section

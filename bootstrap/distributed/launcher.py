@@ -45,18 +45,18 @@ class Launch:
         object.__setattr__(self, "launcher", Launcher(self.launcher))
         name = self.launcher.value
         if self.world_size < 1:
-            raise ConfigError(f"{name}: world size {self.world_size} must be at least 1.")
+            raise ConfigError(f"{name}: world size {self.world_size} must be at least 1 (WORLD_SIZE >= 1).")
         if not 0 <= self.rank < self.world_size:
             raise ConfigError(f"{name}: rank {self.rank} is outside world size {self.world_size} "
                               f"(RANK must be in [0, WORLD_SIZE)). Check the launcher's variables.")
         if not 1 <= self.local_world_size <= self.world_size:
             raise ConfigError(f"{name}: local world size {self.local_world_size} must be in "
-                              f"[1, world size {self.world_size}].")
+                              f"[1, world size {self.world_size}] (LOCAL_WORLD_SIZE must be in [1, WORLD_SIZE]).")
         if not 0 <= self.local_rank < self.local_world_size:
             raise ConfigError(f"{name}: local rank {self.local_rank} is outside local world size "
                               f"{self.local_world_size} (LOCAL_RANK must be in [0, LOCAL_WORLD_SIZE)).")
         if self.node_rank < 0:
-            raise ConfigError(f"{name}: node rank {self.node_rank} is negative.")
+            raise ConfigError(f"{name}: node rank {self.node_rank} is negative (NODE_RANK >= 0).")
         if self.world_size > 1 and self.multi_node and not self.master_addr:
             raise ConfigError(f"{name}: a multi-node world ({self.world_size} ranks, {self.local_world_size} per "
                               "node) needs MASTER_ADDR. Export MASTER_ADDR=<first node's host> on every node or "
