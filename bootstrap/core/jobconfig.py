@@ -79,16 +79,14 @@ def timeout_s(config: DictConfig, config_key: Optional[str] = None) -> int:
     """The job's ``env.distributed.timeout_s``, read before the preset is (the run directory is agreed on
     before the job starts): the schema's default where the job has no preset or the value is not one the
     schema takes (the job's start then refuses it, naming the key)."""
-    from bootstrap.core.schema import MAX_TIMEOUT_S, Distributed
+    from bootstrap.core.schema import Distributed, is_timeout
 
     try:
         _, node = find_preset(config, config_key)
         value = OmegaConf.select(node, "distributed.timeout_s", default=None)
     except Exception:  # noqa: BLE001 - no preset, or one that does not resolve: the job's start says why
         value = None
-    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_TIMEOUT_S:
-        return value
-    return Distributed.timeout_s
+    return value if is_timeout(value) else Distributed.timeout_s
 
 
 def _is_preset(node: Any) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from bootstrap.core import presets
+from bootstrap.doors import outbound
 from bootstrap.doors.errors import PRESET, ConfigError
 from bootstrap.variables.lint import LintPolicy  # the lint's own enum: variables/ sits below core/
 
@@ -130,6 +131,11 @@ class EnvConfig:
     seed_offset: SeedOffset = SeedOffset.rank  # how each rank's data seed differs (see bootstrap.distributed.seeding)
 
 
+def is_timeout(value: Any) -> bool:
+    """A value ``distributed.timeout_s`` takes: a whole number of seconds, positive, at most a year."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_TIMEOUT_S
+
+
 def validate(preset: EnvConfig) -> EnvConfig:
     """Check what the type system could not; raise ConfigError naming ``env.field``."""
     # Here, not at module level: every Hydra app in the environment imports this module (the plugin scan).
@@ -148,7 +154,7 @@ def validate(preset: EnvConfig) -> EnvConfig:
             f"{PRESET}.seed={preset.seed} is out of range. Use an integer in [0, 2**32), e.g. {PRESET}.seed=0."
         )
     dist = preset.distributed
-    if not 0 < dist.timeout_s <= MAX_TIMEOUT_S:
+    if not is_timeout(dist.timeout_s):
         raise ConfigError(f"{PRESET}.distributed.timeout_s={dist.timeout_s} must be positive and at most "
                           f"{MAX_TIMEOUT_S} (a year), e.g. {PRESET}.distributed.timeout_s=600.")
     bad_dims = {name: size for name, size in dist.mesh.items()
@@ -229,7 +235,8 @@ def check_keys(tree: Any) -> None:
     under = f"{PRESET}.{parent}" if parent else PRESET
     nearest = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     hint = f" Did you mean {under}.{nearest[0]}?" if nearest else ""
-    raise ConfigError(f"{PRESET}.{where}: the preset has no such setting, so the job would ignore it (a key added "
+    raise ConfigError(f"{PRESET}.{outbound.shown(where)}: the preset has no such setting, so the job would ignore it "
+                      f"(a key added "
                       f"with '+' is taken whatever its name).{hint} The settings under {under} are: "
                       f"{', '.join(known)}.")
 

@@ -19,6 +19,7 @@ from typing import Callable, Dict, Generic, List, Mapping, MutableMapping, Optio
 
 from bootstrap.distributed.launcher import Launch
 from bootstrap.distributed.waits import Deadline
+from bootstrap.doors import outbound
 from bootstrap.doors.errors import BootstrapError
 from bootstrap.doors.textenum import TextEnum
 
@@ -308,8 +309,6 @@ def agree_on_run_dir(run_dir: str, launch: Launch, timeout_s: int, environ: Mapp
     try:  # off the main thread, like the rendezvous: Ctrl-C must not wait for rank 0
         return run_interruptibly(exchange, lambda _: None, "bootstrap-run-dir")
     except (RuntimeError, ValueError) as error:  # RuntimeError: torch's DistStoreError, DistNetworkError
-        from bootstrap.doors import outbound
-
         raise BootstrapError(
             f"rank {launch.rank} could not learn rank 0's run directory from torchrun's store at "
             f"{launch.master_addr}:{launch.master_port} within env.distributed.timeout_s={timeout_s}: "
@@ -330,10 +329,8 @@ def claim_first_failure(rank: int, error: str) -> Tuple[int, int, str]:
     """
     import torch.distributed as dist
 
-    from bootstrap.doors import outbound
-
     now = int(time.time())
-    mine = f"{rank}|{now}|{outbound.clean(error, one_line=True)[:MAX_FAILURE_CHARS]}"
+    mine = f"{rank}|{now}|{outbound.finding(error, MAX_FAILURE_CHARS)}"
     try:
         store = dist.distributed_c10d._get_default_store()
         first = store.compare_set(FIRST_FAILURE_KEY, "", mine).decode("utf-8", "replace")
@@ -344,12 +341,10 @@ def claim_first_failure(rank: int, error: str) -> Tuple[int, int, str]:
 
 def _parse_failure(text: str) -> Optional[Tuple[int, int, str]]:
     """A peer's record read from the store: ``rank|time|message``, or None when it is not one."""
-    from bootstrap.doors import outbound
-
     parts = text.split("|", 2)
     if len(parts) != 3 or not all(p.isascii() and p.isdigit() and len(p) < 19 for p in parts[:2]):
         return None
-    return int(parts[0]), int(parts[1]), outbound.clean(parts[2][:MAX_FAILURE_CHARS], one_line=True)
+    return int(parts[0]), int(parts[1]), outbound.finding(parts[2][:MAX_FAILURE_CHARS], MAX_FAILURE_CHARS)
 
 
 def attribute_failure(rank: int, error: str, first: Tuple[int, int, str], hang: Optional[str] = None) -> str:
@@ -380,7 +375,5 @@ def write_elastic_error_file(message: str, timestamp: int, environ: Mapping[str,
     path = environ.get("TORCHELASTIC_ERROR_FILE")
     if not path:
         return
-    from bootstrap.doors import outbound
-
     record = {"message": {"message": message, "extraInfo": {"py_callstack": message, "timestamp": str(timestamp)}}}
     outbound.write_json(Path(path), record)

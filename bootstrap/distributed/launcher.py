@@ -376,7 +376,7 @@ def _refuse_contradictions(launch: Launch, environ: Mapping[str, str], hints: Hi
     if launch.world_size <= 1:
         return
     name, world = launch.launcher.value, f"rank {launch.rank} of {launch.world_size}"
-    if environ.get(AGENT_STORE) == "True" and not launch.row.agent_store(environ):
+    if _uses_agent_store(environ) and not launch.row.agent_store(environ):
         raise ConfigError(
             f"{AGENT_STORE}=True says torchrun's agent hosts the ranks' store, but torchrun did not start this "
             f"process (no TORCHELASTIC_RUN_ID; {name} started it, {world}): every rank would wait for a store that "
