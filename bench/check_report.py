@@ -13,6 +13,24 @@ from bootstrap.doors.inbound import Unreadable
 from bootstrap.doors.records import Report, read_report
 
 
+def preflight_problems(report: Report, network: bool) -> list:
+    """The preflight check ran on this GPU and passed: a TF32 matmul above the preset's floor, its result
+    right; with ``network``, the all_reduce timed and the network NCCL chose read from its log."""
+    check = report.preflight
+    if check is None or check.status != "ok":
+        return [f"preflight is {check.to_json() if check else None}, not status ok"]
+    found = []
+    tflops = check.ranks[0].tflops if check.ranks else None
+    if tflops is None or check.min_tflops is None or tflops < check.min_tflops:
+        found.append(f"preflight TFLOP/s {tflops} is not above the floor {check.min_tflops}")
+    if check.precision != "high":
+        found.append(f"preflight precision is {check.precision!r}, not 'high' (TF32)")
+    if network and not (check.collective and check.network):
+        found.append(f"preflight timed {len(check.collective)} all_reduce sizes and read network {check.network!r}"
+                     f" (note: {check.note})")
+    return found
+
+
 def problems(report: Report, device: str, backend, group: bool, tf32: bool, trained: bool) -> list:
     found = []
     failed = [c.name for c in report.checks if not c.ok]
@@ -45,6 +63,9 @@ def main(argv=None) -> int:
     parser.add_argument("--group", action="store_true", help="the bootstrap made a process group and destroyed it")
     parser.add_argument("--tf32", action="store_true", help="matmul precision 'high'")
     parser.add_argument("--trained", action="store_true", help="train_stub's metrics are recorded")
+    parser.add_argument("--preflight", action="store_true", help="the preflight check ran and passed its floor")
+    parser.add_argument("--network", action="store_true", help="with --preflight: the all_reduce timed and "
+                                                               "NCCL's network read")
     args = parser.parse_args(argv)
     try:
         report = read_report(args.report)
@@ -58,6 +79,10 @@ def main(argv=None) -> int:
     if args.trained and metrics:
         outbound.say(f"  samples/s {metrics.get('samples_per_s')}  final loss {metrics.get('final_loss')}")
     found = problems(report, args.device, args.backend, args.group, args.tf32, args.trained)
+    if args.preflight:
+        check = report.preflight
+        outbound.say(f"  preflight {check.to_json() if check else None}")
+        found += preflight_problems(report, args.network)
     for problem in found:
         outbound.say(f"FAILED: {problem}", err=True)
     return 1 if found else 0

@@ -197,6 +197,31 @@ def agreement(work: Path, repeats: int) -> dict:
             "bootstrap_ms_off": median([ms for _, ms in results["off"]])}
 
 
+# 13 --------------------------------------------------------------------------------------
+def preflight(work: Path, repeats: int) -> dict:
+    """The preflight check's share of start-up: ``torchrun`` with 2 ranks of train_stub on cpu_debug,
+    ``train.steps=0`` (start-up only), with the check (the preset's default, mode=warn) and without (mode=off),
+    interleaved. ``ratio``: wall time on / off. ``preflight_s``: rank 0's ``timings.preflight_s``, against the
+    preset's budget (``budget_s``)."""
+    runs = {"n": 0}
+
+    def torchrun(*overrides):
+        def run():
+            runs["n"] += 1
+            run_dir = work / f"run{runs['n']}"
+            wall = timed([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(STUB),
+                          "train.steps=0", f"hydra.run.dir={run_dir}", *overrides], cwd=work)
+            return wall, read_report(run_dir / "bootstrap.rank0.json").preflight
+        return run
+
+    results = interleaved({"on": torchrun(), "off": torchrun("env.preflight.mode=off")}, repeats)
+    on, off = ([wall for wall, _ in results[name]] for name in ("on", "off"))
+    checks = [check for _, check in results["on"]]
+    return {"on_s": median(on), "off_s": median(off), "ratio": median(on) / median(off),
+            "preflight_s": median([check.seconds for check in checks]), "budget_s": checks[0].budget_s,
+            "within_budget": float(max(check.seconds for check in checks) <= checks[0].budget_s)}
+
+
 # 4 ---------------------------------------------------------------------------------------
 def first_step_s(script: Path, work: Path, *args: str) -> float:
     started = time.time()
@@ -331,6 +356,8 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("summary_scale", "summary_vs_bare_large", "≤ 1.5× a bare read (10,000 jobs)", lambda v: v <= 1.5),
     ("summary_scale", "summary_scale", "≤ 11× (10,000 jobs vs 1,000)", lambda v: v <= 11),
     ("agreement", "ratio", "≤ 1.02× agree=off (torchrun, 2 ranks, start-up)", lambda v: v <= 1.02),
+    ("preflight", "ratio", "≤ 1.10× mode=off (torchrun, 2 ranks, cpu_debug, start-up)", lambda v: v <= 1.10),
+    ("preflight", "within_budget", "every run within env.preflight.seconds", lambda v: v == 1.0),
 ]
 
 
@@ -488,7 +515,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", nargs="*",
                         help="run only these: startup threads oversubscription peers multirun gpu lightning "
-                             "lint flight_recorder hang_scale summary_scale agreement")
+                             "lint flight_recorder hang_scale summary_scale agreement preflight")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick or --only)")
     args = parser.parse_args(argv)
@@ -514,6 +541,7 @@ def main(argv=None) -> int:
         "hang_scale": lambda: hang_scale(args.quick),
         "summary_scale": lambda: summary_scale(args.quick),
         "agreement": lambda: agreement(work / "12", repeats),
+        "preflight": lambda: preflight(work / "13", repeats),
     }
     results = {}
     try:

@@ -8,12 +8,12 @@
 
 from bootstrap.core.schema import EnvConfig
 from bootstrap.core.schema import register as _register_schema
-from bootstrap.doors.errors import BootstrapError, ConfigError, MismatchError
+from bootstrap.doors.errors import BootstrapError, ConfigError, MismatchError, PreflightError
 
 _register_schema()
 
-__all__ = ["BootstrapCallback", "BootstrapError", "ConfigError", "EnvConfig", "MismatchError", "Session",
-           "current", "initialize"]
+__all__ = ["BootstrapCallback", "BootstrapError", "ConfigError", "EnvConfig", "MismatchError", "PreflightError",
+           "Session", "current", "initialize"]
 
 
 def __getattr__(name: str):

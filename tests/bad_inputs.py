@@ -45,6 +45,11 @@ BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
     (["env.distributed.mesh={dp:2}", "env.distributed.init=always"], NO_ENV,
      "env.distributed.mesh: dp(2) = 2 != WORLD_SIZE(1)"),
     (["env.distributed.timeout_s=0"], NO_ENV, "env.distributed.timeout_s"),
+    (["env.preflight.mode=maybe"], NO_ENV, "env.preflight.mode"),
+    (["env.preflight.max_skew=1"], NO_ENV, "env.preflight.max_skew=1.0 must be above 1"),
+    (["env.preflight.seconds=900"], NO_ENV, "env.preflight.seconds=900.0 must be positive and at most "
+                                            "env.distributed.timeout_s (600)"),
+    (["env.preflight.sizes_mb=[]"], NO_ENV, "env.preflight.sizes_mb=[] must list 1 to 8 message sizes"),
     ([], TORCHRUN_RANK2_OF_2, "env.distributed: torchrun: rank 2 is outside world size 2"),
     ([], MULTI_NODE_NO_MASTER, "needs MASTER_ADDR"),
     ([], WORLD_WITHOUT_PORT, "env.distributed: env: a world of 2 ranks needs a rendezvous port"),

@@ -22,7 +22,8 @@ from bootstrap.doors.masking import MASK, masked, masked_text
 
 TITLES = {"versions": "versions", "variables": "variables (with their sources)", "threads": "threads and CPUs",
           "launch": "launcher and world", "preset": "preset", "seeds": "seeds", "torch": "torch settings",
-          "lint": "lint findings", job_facts.ALWAYS_DIFFERS: "what differs between any two runs"}
+          "lint": "lint findings", "preflight": "preflight check (expected, measured)",
+          job_facts.ALWAYS_DIFFERS: "what differs between any two runs"}
 UNSET = "unset"
 MAX_VALUE = 160  # characters of one value on a line; the rest is cut ("...")
 HERE = "here (bootstrap doctor's preview)"

@@ -42,12 +42,17 @@ def _parser() -> outbound.ArgumentParser:
                              "(hydra-zen's store, Hydra's ConfigStore), e.g. --module my_app.train; with no "
                              "--config-path, only what it registers (and the presets) is searched")
     parser.add_argument("--json", action="store_true", help="print JSON in the bootstrap.json schema")
+    parser.add_argument("--preflight", action="store_true",
+                        help="also run the preflight check here: this machine's matmul (is this GPU healthy and "
+                             "fast?), and under torchrun the ranks' all_reduce; exits 1 when a finding would stop "
+                             "the job")
     parser.add_argument("--run-dir", type=Path, help="a job's output directory: also say what its flight-recorder "
                                                       "dumps show (distributed.hang)")
     return parser
 
 
 MAX_CELL = 200  # characters of one cell: a variable's value may be a megabyte long
+MAX_FINDINGS = 16  # preflight findings shown (the check makes at most 7 kinds; a report on disk may hold more)
 
 
 def _table(rows: List[tuple], indent: str = "  ") -> str:
@@ -80,6 +85,35 @@ def _flight_recorder(hang: dict) -> List[str]:
                  *(hang.get("findings") or ["no divergence between the ranks"]), *notes,
                  f"(python -m bootstrap hang {dump_dir})"]
     return ["", "Flight recorder", *("  " + outbound.finding(line, MAX_CELL) for line in lines)]
+
+
+def _floor(value: Optional[float], unit: str) -> str:
+    return "-" if value is None else f"{value:.3g} {unit}"
+
+
+def _preflight(check: records.Preflight) -> List[str]:
+    """What the preflight check expects, and what it measured when it ran (``--preflight``)."""
+    rows = [("mode", check.mode), ("budget", _floor(check.budget_s, "s")),
+            ("max_skew", _floor(check.max_skew, "x the other ranks' median")),
+            ("min_tflops", _floor(check.min_tflops, "TFLOP/s")), ("min_busbw_gbps", _floor(check.min_busbw_gbps,
+                                                                                            "GB/s")),
+            ("min_node_busbw_gbps", _floor(check.min_node_busbw_gbps, "GB/s")),
+            ("network", check.network_expected or "- (NCCL's log not read)")]
+    if check.seconds is not None:  # it ran
+        mine = next((rank for rank in check.ranks if rank.tflops is not None), None)
+        rows += [("status", check.status), ("took", f"{check.seconds:g} s")]
+        if mine is not None:
+            rows.append(("matmul", f"{mine.tflops:.3g} TFLOP/s on rank {mine.rank} ({mine.host}), {check.matrix}x"
+                                   f"{check.matrix} float32 at precision {check.precision}, error "
+                                   f"{_floor(check.compute_error, 'against float64')}"))
+        if check.busbw_gbps is not None:
+            rows.append(("all_reduce", f"bus bandwidth {check.busbw_gbps:.3g} GB/s over {check.world_size} ranks"))
+        if check.network:
+            rows.append(("NCCL network", f"{check.network} ({check.network_kind})"))
+    notes = ([check.note] if check.note else []) + \
+        [f"finding: {finding.message}" for finding in check.findings[:MAX_FINDINGS]] + \
+        ([f"and {len(check.findings) - MAX_FINDINGS} more findings"] if len(check.findings) > MAX_FINDINGS else [])
+    return ["", "Preflight", _table(rows), *("  " + outbound.finding(masked_line(line), 2000) for line in notes)]
 
 
 def format_text(report: records.Report, refusals: Optional[list] = None) -> str:
@@ -115,6 +149,7 @@ def format_text(report: records.Report, refusals: Optional[list] = None) -> str:
                            + [(f.name, f.kind, masked_line(f.message)) for f in report.lint])
         if report.lint else "  (nothing to report)",
         *(_flight_recorder(dist.hang) if dist.hang else []),
+        *(_preflight(report.preflight) if report.preflight else []),
         "", "Torch",
         _table([("threads", f"intra_op {threads.intra_op}, inter_op {threads.inter_op}"),
                 *torch_settings.doctor_rows(report.torch),
@@ -152,12 +187,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as error:  # noqa: BLE001 - any input gets a message and an exit status, never a traceback
         first = str(error).splitlines()[0] if str(error) else ""
         return _say_error(f"{type(error).__name__}: {first}", args.overrides, 2)
+    if args.preflight and not refusals:  # measured where the job would reach the check
+        mode = report.preflight.mode if report.preflight else None  # the preset's: the doctor measures under warn
+        try:
+            with compose.app_config(config_dir, args.config_name, args.overrides, args.module) as cfg:
+                report.preflight = jobconfig.measure_preflight(cfg).preflight
+        except Exception as error:  # noqa: BLE001 - a machine that cannot run the check says why, never a traceback
+            return _say_error(f"the preflight check could not run: {outbound.finding(error)}", args.overrides, 1)
+        if report.preflight is not None:
+            report.preflight.mode = mode
+            if report.preflight.findings and mode == "error":
+                refusals = [_Refusal("the preflight check found, under preflight.mode=error: " + "; ".join(
+                    finding.message for finding in report.preflight.findings))]
     if args.run_dir is not None:
         from bootstrap.distributed import hang  # only here: the dumps' reader is not needed for the rest
 
         report.distributed.hang = hang.findings(args.run_dir)
     if refusals:  # the job's own record of a stop holds its reason here too
         report.job.error = "\n".join(refusal.message for refusal in refusals)
+    if args.preflight and report.distributed.rank > 0:  # under torchrun: rank 0 speaks for the world
+        return 1 if refusals else 0
     try:
         if args.json:
             outbound.say_json(report.to_json())
@@ -169,6 +218,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     except BrokenPipeError:  # `bootstrap doctor | head`: the reader has gone, which is not an error here
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stdout's descriptor: no second error when Python flushes
     return 1 if refusals else 0
+
+
+class _Refusal:
+    def __init__(self, message: str):
+        self.message = message
 
 
 def _say_error(message: str, overrides: List[str], code: int = 1) -> int:

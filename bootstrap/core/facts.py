@@ -25,13 +25,15 @@ from bootstrap.doors.masking import masked, masked_override
 from bootstrap.doors.outbound import visible
 from bootstrap.doors.records import Report
 
-SECTIONS = ("versions", "variables", "threads", "launch", "preset", "seeds", "torch", "lint")
+SECTIONS = ("versions", "variables", "threads", "launch", "preset", "seeds", "torch", "lint", "preflight")
 ALWAYS_DIFFERS = "always_differs"
 RUN_DIR = "<run dir>"
 INHERITED = "inherited"  # the source shown for a variable the job found set and the bootstrap did not plan
 # Facts a preview (``bootstrap doctor``) cannot know: no comparison was made, no group exists yet.
 NOT_IN_PREVIEW = (("launch", "agreement"), ("torch", "distributed debug level (effective)"),
-                  ("seeds", "generators"))  # seeded only when the job starts
+                  ("seeds", "generators"),  # seeded only when the job starts
+                  *(("preflight", key) for key in ("status", "median TFLOP/s", "slowest rank", "bus bandwidth GB/s",
+                                                   "network", "findings", "note")))  # measured at job start
 
 Facts = Dict[str, Dict[str, str]]
 
@@ -145,6 +147,27 @@ def _lint(report: Report) -> Dict[str, str]:
     return findings
 
 
+def _figure(value: Optional[float]) -> Optional[str]:
+    return None if value is None else f"{value:.3g}"  # 3 digits: a run's noise should not fill a comparison
+
+
+def _preflight(report: Report) -> Dict[str, str]:
+    """What the preflight check expected and measured (why was Tuesday's job slower?)."""
+    check = report.preflight
+    if check is None:
+        return {}
+    slowest = check.slowest
+    return _present([
+        ("mode", check.mode), ("max_skew", check.max_skew), ("min_tflops", check.min_tflops),
+        ("min_busbw_gbps", check.min_busbw_gbps), ("min_node_busbw_gbps", check.min_node_busbw_gbps),
+        ("network expected", check.network_expected), ("status", check.status),
+        ("median TFLOP/s", _figure(check.median_tflops)),
+        ("slowest rank", f"{slowest.rank} ({slowest.host}) {_figure(slowest.tflops)} TFLOP/s"
+         if slowest is not None else None),
+        ("bus bandwidth GB/s", _figure(check.busbw_gbps)), ("network", check.network),
+        ("findings", [finding.message for finding in check.findings] or None), ("note", check.note)])
+
+
 def _always_differs(report: Report) -> Dict[str, str]:
     job, dist, timings = report.job, report.distributed, report.timings
     metrics = [(f"metric {name}", value) for name, value in (job.metrics or {}).items()]
@@ -153,11 +176,13 @@ def _always_differs(report: Report) -> Dict[str, str]:
                      ("error", job.error), ("master_addr", dist.master_addr), ("master_port", dist.master_port),
                      ("job_id", dist.job_id), ("hang", dist.hang), ("warnings", report.warnings or None),
                      ("group_at_end", dist.group_at_end.to_json() if dist.group_at_end else None),
+                     ("preflight_s", timings.preflight_s),
                      ("teardown", dist.teardown)])
 
 
 _BUILDERS = {"versions": _versions, "variables": _variables, "threads": _threads, "launch": _launch,
-             "preset": _preset, "seeds": _seeds, "torch": _torch, "lint": _lint, ALWAYS_DIFFERS: _always_differs}
+             "preset": _preset, "seeds": _seeds, "torch": _torch, "lint": _lint,
+             "preflight": _preflight, ALWAYS_DIFFERS: _always_differs}
 
 
 def _without_run_dir(section: Dict[str, str], run_dir: Optional[os.PathLike]) -> Dict[str, str]:

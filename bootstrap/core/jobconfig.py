@@ -170,3 +170,17 @@ def preview(config: DictConfig) -> Tuple[Report, list]:
                            "primary config is a dataclass.")
     session = Session(**session_args(config))
     return session.preview(), verdict.of_preview(session)
+
+
+def measure_preflight(config: DictConfig) -> Report:
+    """``bootstrap doctor --preflight``: the job's preset applied here for a moment, its preflight check run (a
+    lone process measures its matmul too; a finding is reported, not raised), and everything put back. Under
+    torchrun every rank runs it, and the collective part runs too. Returns the report the job would start with."""
+    from bootstrap.core.schema import PreflightMode
+    from bootstrap.core.session import Session
+
+    session = Session(**session_args(config))
+    session.preset.preflight.mode = PreflightMode.warn
+    session.preflight_always = True
+    with session:
+        return session.report  # type: ignore[return-value]

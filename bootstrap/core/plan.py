@@ -14,7 +14,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Collection, Dict, Mapping, Optional, Tuple
 
-from bootstrap.core.schema import AUTO, DistributedInit, EnvConfig, SeedOffset, TorchSettings
+from bootstrap.core.schema import (
+    AUTO,
+    Backend,
+    Device,
+    DistributedInit,
+    EnvConfig,
+    PreflightMode,
+    SeedOffset,
+    TorchSettings,
+)
 from bootstrap.distributed import mesh, seeding
 from bootstrap.distributed.launcher import Launch, exported_by_launcher
 from bootstrap.doors.errors import PRESET, ConfigError
@@ -49,6 +58,7 @@ class Plan:
     seed: Optional[int]  # env.seed; None: the app seeds itself
     global_seed: Optional[int]  # what random, numpy and torch get on this rank: seed + 100 * pp_rank
     data_seed: Optional[int]  # bootstrap.current().data_seed
+    nccl_log_dir: Optional[str] = None  # where NCCL logs its start-up for the preflight check (NCCL_DEBUG_FILE)
 
     def __post_init__(self) -> None:
         if self.mesh and math.prod(self.mesh.values()) != self.launch.world_size:
@@ -116,8 +126,9 @@ def make_plan(
                           "a rendezvous port, and none is set. Export MASTER_PORT=<a free port> for every rank, or "
                           f"set {PRESET}.distributed.master_port.")
     dump_dir = (recorder.dump_dir or output_dir) if recorder.enabled and distributed else None
+    nccl_log = _nccl_log_vars(preset, environ_now, output_dir if distributed else None)
     derived = {n: environ.normalize(n, v)
-               for n, v in _derived_vars(preset, threads, distributed, dump_dir).items()}
+               for n, v in {**_derived_vars(preset, threads, distributed, dump_dir), **nccl_log}.items()}
     decisions = environ.plan_vars({**derived, **requested_vars},  # the preset's own entries win over derived ones
                                   environ_now, env_set, explicit_vars, state,
                                   by_launcher={name: launch.launcher.value for name in by_launcher})
@@ -130,6 +141,7 @@ def make_plan(
         torch=torch_values(preset.torch), device_type=preset.device.value, backend=dist.backend.value,
         dump_dir=dump_dir, seed=preset.seed, global_seed=global_seed,
         data_seed=seeding.data_seed(preset.seed, launch.rank, preset.seed_offset is SeedOffset.rank),
+        nccl_log_dir=output_dir if nccl_log else None,
     )
 
 
@@ -209,6 +221,21 @@ def _check_buffer_sizes(decisions) -> None:
             raise ConfigError(f"{d.name}={d.value!r} (from {where}) is not a count of collectives: torch would abort "
                               f"or hang at the first process group. Use a count such as 2000, or set "
                               f"{PRESET}.distributed.flight_recorder.buffer_size.")
+
+
+def _nccl_log_vars(preset: EnvConfig, environ_now: Mapping[str, str], output_dir: Optional[str]) -> Dict[str, str]:
+    """NCCL's own start-up lines into the job's directory, for the preflight check to read the network NCCL
+    chose: only when the preset expects one, NCCL makes the group, and the user has not set NCCL_DEBUG (theirs
+    wins, and then NCCL's lines go where they asked)."""
+    wanted = preset.preflight
+    if wanted.network is None or wanted.mode is PreflightMode.off or output_dir is None \
+            or preset.distributed.backend is not Backend.nccl or preset.device is not Device.cuda \
+            or "NCCL_DEBUG" in environ_now or "NCCL_DEBUG_FILE" in environ_now:
+        return {}
+    from bootstrap.preflight.nccl_log import LOG_PATTERN
+
+    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET",
+            "NCCL_DEBUG_FILE": str(Path(output_dir) / LOG_PATTERN)}
 
 
 def _derived_vars(preset: EnvConfig, threads: ThreadPlan, distributed: bool, dump_dir: Optional[str]) -> Dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import math
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -115,6 +116,31 @@ class Distributed:
     flight_recorder: FlightRecorder = field(default_factory=FlightRecorder)  # see bootstrap.distributed.flightrec
 
 
+class PreflightMode(str, enum.Enum):
+    error = "error"  # a slow or faulty rank stops every rank before training
+    warn = "warn"  # the finding is logged and recorded; the job trains
+    off = "off"  # no check
+
+
+class Network(str, enum.Enum):  # the network NCCL must pick (its "Using network" line), read from its own log
+    ib = "ib"  # InfiniBand or RoCE (NCCL's IB transport, or a plugin's IBext)
+    efa = "efa"  # AWS EFA through the aws-ofi-nccl plugin (Libfabric)
+    socket = "socket"  # TCP sockets
+    any = "any"  # record the network without expecting one
+
+
+@dataclass
+class Preflight:  # see bootstrap.preflight: every rank proves it computes right and fast before training
+    mode: PreflightMode = PreflightMode.warn  # what a slow or faulty rank does
+    min_tflops: Optional[float] = None  # floor for each rank's matmul TFLOP/s; null: none
+    min_busbw_gbps: Optional[float] = None  # floor for the world's all_reduce bus bandwidth (GB/s); null: none
+    min_node_busbw_gbps: Optional[float] = None  # floor for the bus bandwidth within each node (GB/s); null: none
+    max_skew: float = 2.0  # a rank slower than this many times the other ranks' median is named
+    seconds: float = 5.0  # the check's time budget (at most distributed.timeout_s)
+    sizes_mb: List[float] = field(default_factory=lambda: [1.0])  # the all_reduce's message sizes, in MB
+    network: Optional[Network] = None  # NCCL only: the network expected; null: NCCL's log is not read
+
+
 @dataclass
 class EnvConfig:
     auto: bool = False  # true only in env=auto: pick the real preset from the hardware at job start
@@ -129,6 +155,7 @@ class EnvConfig:
     # Seeds random, numpy (if installed) and torch; exported as PYTHONHASHSEED. null: the app seeds itself.
     seed: Optional[int] = 0
     seed_offset: SeedOffset = SeedOffset.rank  # how each rank's data seed differs (see bootstrap.distributed.seeding)
+    preflight: Preflight = field(default_factory=Preflight)  # a short measurement on every rank before training
 
 
 def is_timeout(value: Any) -> bool:
@@ -169,6 +196,7 @@ def validate(preset: EnvConfig) -> EnvConfig:
                           f"{PRESET}.distributed.flight_recorder.enabled=false.")
     if dist.master_port is not None and not 0 < dist.master_port < 65536:
         raise ConfigError(f"{PRESET}.distributed.master_port={dist.master_port} is not a TCP port (1-65535).")
+    _validate_preflight(preset.preflight, dist.timeout_s)
     req = preset.requires
     for name in ("python", "torch", "cuda", "nccl"):
         spec = getattr(req, name)
@@ -192,6 +220,29 @@ def validate(preset: EnvConfig) -> EnvConfig:
     if req.gpus is not None and req.gpus < 0:
         raise ConfigError(f"{PRESET}.requires.gpus={req.gpus} is negative. Use a minimum count such as 1, or null.")
     return preset
+
+
+MAX_MESSAGE_MB = 16384  # one all_reduce message: 16 GiB is past any link's plateau, and fits a GPU's memory
+MAX_SIZES = 8  # message sizes per check
+
+
+def _validate_preflight(check: Preflight, timeout_s: int) -> None:
+    where = f"{PRESET}.preflight"
+    for name in ("min_tflops", "min_busbw_gbps", "min_node_busbw_gbps"):
+        value = getattr(check, name)
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ConfigError(f"{where}.{name}={value} is not a floor. Use a figure >= 0, e.g. {where}.{name}=50, "
+                              f"or null for none.")
+    if not (math.isfinite(check.max_skew) and check.max_skew > 1):
+        raise ConfigError(f"{where}.max_skew={check.max_skew} must be above 1 (a rank this many times slower than "
+                          f"the others' median is named), e.g. {where}.max_skew=2.")
+    if not (math.isfinite(check.seconds) and 0 < check.seconds <= timeout_s):
+        raise ConfigError(f"{where}.seconds={check.seconds} must be positive and at most "
+                          f"{PRESET}.distributed.timeout_s ({timeout_s}), e.g. {where}.seconds=5.")
+    sizes = list(check.sizes_mb)
+    if not 0 < len(sizes) <= MAX_SIZES or not all(math.isfinite(s) and 0 < s <= MAX_MESSAGE_MB for s in sizes):
+        raise ConfigError(f"{where}.sizes_mb={sizes} must list 1 to {MAX_SIZES} message sizes in MB, each above 0 "
+                          f"and at most {MAX_MESSAGE_MB}, e.g. {where}.sizes_mb=[1] on a CPU or [64,256] on GPUs.")
 
 
 FREE_FORM = ("vars", "distributed.mesh")  # maps whose keys are the user's: variable names, mesh dimensions

@@ -21,15 +21,15 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, Collection, List, Mapping, Optional, Sequence
 
-from bootstrap.core import active, agreement, presets, report, runtime, schema, verdict, versions
+from bootstrap.core import active, agreement, preflight, presets, report, runtime, schema, verdict, versions
 from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan, make_plan
 from bootstrap.core.report import Applied, JobInfo, JobStatus
 from bootstrap.distributed import frameworks, launcher, seeding
 from bootstrap.distributed.group import GroupState
 from bootstrap.distributed.group import in_use as group_in_use
-from bootstrap.doors import outbound, overrides
-from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, DisagreementError
+from bootstrap.doors import outbound, overrides, records
+from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, DisagreementError, PreflightError
 from bootstrap.doors.records import Report
 from bootstrap.variables import environ, readers
 
@@ -74,7 +74,8 @@ class Session:
         self.env_set = dict(env_set or {})
         self.explicit_vars = frozenset(explicit_vars)
         self.job_overrides = [str(o) for o in job_overrides]
-        _remember_secrets(self.preset, self.job_overrides)  # masked in everything written, the task's error too
+        outbound.remember_overrides(self.job_overrides)  # masked in everything written, the task's error too
+        outbound.remember_vars(self.preset.vars or {})
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.job_num = job_num
         self.report: Optional[Report] = None  # the job's record (bootstrap.json) once apply() has made it
@@ -89,6 +90,8 @@ class Session:
         self._changes: Optional[ProcessChanges] = None  # while applied
         self._masking_logs = False  # holds outbound.MaskedLogs while applied
         self._agreement = None  # records.Agreement: did the ranks start alike (set by apply())
+        self._preflight: Optional[records.Preflight] = None  # did every rank compute right and fast (apply())
+        self.preflight_always = False  # measure even a lone process with no floor (bootstrap doctor --preflight)
 
     rank = property(lambda self: self.launch.rank if self.launch else 0)
     local_rank = property(lambda self: self.launch.local_rank if self.launch else 0)
@@ -174,8 +177,10 @@ class Session:
         checks = versions.check(self.preset.requires, found, plan.device_type)
         no_gpu = self._device(plan, found)
         warnings += [no_gpu] if no_gpu else []
-        return report.build(self._job(), plan, self.device, found, checks, None, warnings,
-                            time.perf_counter() - started, JobStatus.PREVIEW, self._lint(found))
+        preview = report.build(self._job(), plan, self.device, found, checks, None, warnings,
+                               time.perf_counter() - started, JobStatus.PREVIEW, self._lint(found))
+        preview.preflight = preflight.expected(self.preset)
+        return preview
 
     # -- applying ----------------------------------------------------------------------------
     @_naming_preset
@@ -201,7 +206,7 @@ class Session:
     def _apply(self) -> None:
         started, warnings = time.perf_counter(), []
         started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
-        self._agreement = None  # until this start compares (a session may be applied again)
+        self._agreement = self._preflight = None  # until this start compares (a session may be applied again)
         plan = self._make_plan(os.environ, warnings)
         refused = verdict.before_apply(self.preset, plan, os.environ)  # the doctor's verdict too
         if refused:  # the lint's stops and values torch would refuse: nothing is applied yet
@@ -251,6 +256,14 @@ class Session:
                                                        self.preset.distributed.timeout_s)
                 self._changes.watcher = flightrec.Watcher(self._recorder, self._end_stuck)
                 self._changes.watcher.start()
+            self._preflight = preflight.run(self.preset, plan, device, self._group, self.key, self.preflight_always)
+            stop = preflight.refusal(self._preflight, self.key)
+            if stop:
+                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, stop,
+                             started_ns=started_ns)
+                raise PreflightError(stop)
+            for finding in self._preflight.findings:
+                _warn(warnings, f"preflight: {finding.message}")
             seeded = seeding.seed_everything(plan.global_seed) if plan.global_seed is not None else []
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
             for line in environ.late_warnings(plan.vars):
@@ -263,7 +276,10 @@ class Session:
                          started_ns=started_ns)
             log.info("bootstrap\n%s", report.format_table(self.report))
         except BaseException as error:
-            self._undo()
+            teardown = self._undo()
+            if teardown is not None and self.report is not None:  # refused once the group existed (the preflight)
+                self.report.distributed.teardown = teardown.value
+                self._write(self.report)
             if isinstance(error, (KeyboardInterrupt, SystemExit)) and self.report is None:
                 try:  # a signal before the job started (a rendezvous waiting for a peer): say so
                     self._record(plan, found or versions.detect(), checks, None, warnings, started,
@@ -293,6 +309,7 @@ class Session:
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
                                    time.perf_counter() - started, status, lint, started_ns)
         self.report.distributed.agreement = self._agreement
+        preflight.attach(self.report, self._preflight)
         self._write(self.report, error=self.named(error))
 
     # -- closing -----------------------------------------------------------------------------
@@ -394,15 +411,6 @@ _warned: set = set()
 def _text(error: Any) -> str:
     """The error as one line, cleaned: it travels to the other ranks through the store."""
     return outbound.clean(report.error_text(error), one_line=True)  # error_text: even when its __str__ raises
-
-
-def _remember_secrets(preset: schema.EnvConfig, job_overrides: Sequence[str]) -> None:
-    from bootstrap.doors.masking import is_secret
-
-    outbound.remember_overrides(job_overrides)
-    for name, value in (preset.vars or {}).items():
-        if is_secret(name):
-            outbound.remember(value)
 
 
 def _warn(warnings: List[str], message: Optional[str], once: bool = False) -> None:

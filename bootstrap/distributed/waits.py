@@ -27,6 +27,9 @@ class Deadline:
     def left_s(self) -> float:
         return max(MIN_STEP_S, self._end - time.monotonic())
 
+    def spent(self) -> bool:
+        return time.monotonic() >= self._end
+
     def left(self) -> datetime.timedelta:
         return datetime.timedelta(seconds=self.left_s())
 

@@ -35,6 +35,11 @@ class DisagreementError(BootstrapError):
     """With ``distributed.agree: error``, the ranks differ in what collectives depend on (the message names them)."""
 
 
+class PreflightError(BootstrapError):
+    """With ``preflight.mode: error``, a rank computed wrong or slow, or the network was slower than its floor
+    (the message names the ranks, their hosts, the figure and what it was measured against)."""
+
+
 class JobRefused(BaseException):
     """Stops a job inside a Ray worker, where ``SystemExit`` would not do.
 

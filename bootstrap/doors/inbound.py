@@ -19,6 +19,7 @@ import json
 import os
 import pickle
 import stat
+import struct
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -57,6 +58,26 @@ def read_text(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
         return read_bytes(path, limit).decode("utf-8")
     except UnicodeDecodeError:
         raise Unreadable(f"{Path(path).name}: not UTF-8 text") from None
+
+
+def read_log_head(path: Path, limit: int) -> str:
+    """The first ``limit`` bytes of a log another program writes (NCCL's, whose start-up lines come first),
+    as text, bytes that are not UTF-8 replaced: a log line is read for one word, the rest never trusted."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise Unreadable(f"{Path(path).name}: not a regular file")
+        with open(path, "rb") as f:
+            return f.read(limit).decode("utf-8", errors="replace")
+    except OSError as error:
+        raise Unreadable(f"{Path(path).name}: {error.strerror or type(error).__name__}") from None
+
+
+def unpack_record(layout: "struct.Struct", data: bytes, what: str) -> tuple:
+    """A fixed-size binary record another rank sent (``layout``: its fields); Unreadable unless exactly
+    that many bytes. The caller checks each field's range."""
+    if len(data) != layout.size:
+        raise Unreadable(f"{what}: {len(data)} bytes, not {layout.size}")
+    return layout.unpack(data)
 
 
 def bounded_depth(value: Any, what: str, limit: int = MAX_DEPTH) -> Any:

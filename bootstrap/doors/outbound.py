@@ -37,7 +37,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, NoReturn, Optional
+from typing import Any, Dict, Iterable, List, Mapping, NoReturn, Optional
 
 from bootstrap.doors.inbound import MAX_DEPTH
 from bootstrap.doors.masking import MASK, is_secret, mask_credentials, masked, masked_line, masked_override
@@ -71,6 +71,13 @@ def remember_overrides(overrides: Iterable[str]) -> None:
         if value and masked_override(override) != str(override):
             remember(value)
             remember(value.strip("'\"{}[] "))  # Hydra may print it unquoted, or as parsed
+
+
+def remember_vars(variables: Mapping[str, Any]) -> None:
+    """The values of the variables whose name says secret (a preset's ``HF_TOKEN``)."""
+    for name, value in variables.items():
+        if _secret_name(str(name)):
+            remember(value)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -32,7 +32,7 @@ from bootstrap.doors.typed import Section as _Section
 from bootstrap.doors.typed import section as _section
 from bootstrap.doors.typed import when_set as _when_set
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 REPORT_NAME = "bootstrap.json"
 
 
@@ -190,6 +190,64 @@ class Distributed(_Section):
 
 
 @_section
+class PreflightRank(_Section):
+    """One rank's figures in ``preflight`` (docs/preflight.md)."""
+
+    rank: Count
+    host: str = ""
+    compute: str = "not_run"  # ok | not_finite | wrong | not_run: the matmul's result against float64
+    tflops: Optional[float] = None  # the matmul's speed
+    busbw_gbps: Optional[float] = None  # the world's all_reduce, as this rank timed it (largest message)
+    node_busbw_gbps: Optional[float] = None  # the all_reduce within its node (more than one node only)
+
+
+@_section
+class CollectiveSize(_Section):
+    """One message size of this rank's timed all_reduce (nccl-tests' algbw and busbw)."""
+
+    size_mb: float
+    reps: Count
+    seconds: float
+    algbw_gbps: float
+    busbw_gbps: float
+
+
+@_section
+class PreflightFinding(_Section):
+    kind: str  # faulty | slow | min_tflops | min_busbw_gbps | min_node_busbw_gbps | network | unfinished
+    message: str
+    ranks: List[Count] = field(default_factory=list)
+
+
+@_section
+class Preflight(_Section):
+    """``preflight``: did every rank compute right and fast, and the network carry what the preset expects."""
+
+    status: str = "skipped"  # ok | slow | faulty | skipped
+    mode: Optional[str] = None  # env.preflight.mode
+    note: Optional[str] = None  # why it was skipped, or which part was
+    budget_s: Optional[float] = None  # env.preflight.seconds (within distributed.timeout_s)
+    seconds: Optional[float] = None  # spent (timings.preflight_s)
+    max_skew: Optional[float] = None
+    min_tflops: Optional[float] = None
+    min_busbw_gbps: Optional[float] = None
+    min_node_busbw_gbps: Optional[float] = None
+    precision: Optional[str] = None  # the float32 matmul precision measured (highest | high | medium)
+    matrix: Optional[Count] = None  # n of the n x n matmul
+    compute_error: Optional[float] = None  # this rank's relative error against float64 (null: NaN or Inf)
+    collective: List[CollectiveSize] = field(default_factory=list)  # this rank's timed all_reduce
+    world_size: Optional[Count] = None  # ranks whose figures were gathered
+    median_tflops: Optional[float] = None
+    busbw_gbps: Optional[float] = None  # the world's bus bandwidth: the median of the ranks' figures
+    slowest: Optional[PreflightRank] = None  # the rank of lowest TFLOP/s
+    ranks: List[PreflightRank] = field(default_factory=list)  # rank 0, this rank, the slowest and those named
+    network: Optional[str] = None  # NCCL's "Using network" name(s)
+    network_kind: Optional[str] = None  # ib | efa | socket | ofi | other
+    network_expected: Optional[str] = None  # env.preflight.network
+    findings: List[PreflightFinding] = field(default_factory=list)
+
+
+@_section
 class Seed(_Section):
     value: Optional[int] = None
     global_seed: Optional[int] = None
@@ -200,7 +258,8 @@ class Seed(_Section):
 
 @_section
 class Timings(_Section):
-    bootstrap_s: Optional[float] = None  # the bootstrap's own time at job start
+    bootstrap_s: Optional[float] = None  # the bootstrap's own time at job start, the preflight's apart
+    preflight_s: Optional[float] = _when_set()  # the preflight check's (preflight.seconds)
     started_ns: Optional[int] = None  # time.time_ns() when the job's bootstrap started; null in a preview
 
 
@@ -233,6 +292,7 @@ class Report(_Section):
     torch: Torch = field(default_factory=Torch)
     distributed: Distributed = field(default_factory=Distributed)
     seed: Seed = field(default_factory=Seed)
+    preflight: Optional[Preflight] = None  # null in a preview and in a report written before the check existed
     warnings: List[str] = field(default_factory=list)
     timings: Timings = field(default_factory=Timings)
     job: Job = field(default_factory=Job)
@@ -290,7 +350,7 @@ def _from_schema_1(data: Dict[str, Any]) -> Dict[str, Any]:
 
 
 # schema_version -> what brings a report of that version one version up; applied in turn, oldest first.
-UPGRADES = {1: _from_schema_1}
+UPGRADES = {1: _from_schema_1, 2: lambda data: data}  # 3 added the preflight section (absent before)
 _SECTIONS = frozenset(("found", "threads", "torch", "distributed", "seed", "timings", "job"))
 
 

@@ -96,6 +96,8 @@ class Row:
     metrics: Dict[str, float] = field(default_factory=dict)
     best: bool = False
     reason: str = ""  # why the row is unreadable: "bootstrap.json: job.num: not a whole number ..."
+    preflight: str = ""  # the preflight check's status (ok | slow | faulty | skipped); "" in a report without one
+    slowest_tflops: Optional[float] = None  # the slowest rank's matmul TFLOP/s, where the check measured
     environment: Dict[str, str] = field(default_factory=dict, compare=False)  # rank 0's (facts.environment)
 
 
@@ -159,6 +161,8 @@ def row_from_reports(job_dir: "os.PathLike[str] | str", reports: List[Report],
         inter_op=first.threads.inter_op,
         metrics=first.job.metrics or {},
         environment=facts.environment(first),
+        preflight=first.preflight.status if first.preflight else "",
+        slowest_tflops=first.preflight.slowest.tflops if first.preflight and first.preflight.slowest else None,
     )
 
 

@@ -34,10 +34,19 @@ def _metric_names(rows: Sequence[Any]) -> List[str]:
     return list(names)
 
 
+def _checked(rows: Sequence[Any]) -> bool:
+    """Did the preflight check run in any job (a world of ranks, a floor)? Only then are its columns shown."""
+    return any(getattr(r, "preflight", "") not in ("", "skipped") for r in rows)
+
+
 def _table(rows: Sequence[Any], names: Sequence[str]) -> Tuple[List[str], List[list]]:
-    header = ["job", "overrides", "status", "intra_op", "inter_op", *(masked_line(n) for n in names), "best"]
-    body = [[r.job, r.overrides, r.status, r.intra_op, r.inter_op, *(r.metrics.get(n) for n in names), r.best]
-            for r in rows]
+    checked = _checked(rows)
+    header = ["job", "overrides", "status", "intra_op", "inter_op", *(["preflight", "slowest_tflops"] if checked
+                                                                       else []),
+              *(masked_line(n) for n in names), "best"]
+    body = [[r.job, r.overrides, r.status, r.intra_op, r.inter_op, *([r.preflight, r.slowest_tflops] if checked
+                                                                       else []),
+             *(r.metrics.get(n) for n in names), r.best] for r in rows]
     return header, body
 
 

@@ -12,6 +12,7 @@ Every run has a deadline, and everything it started is killed at the end, hung o
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -164,7 +165,7 @@ def test_two_torchrun_nodes_with_the_c10d_rendezvous(tmp_path, per_node):
     port = free_port()
     agent = [str(BIN / "torchrun"), "--nnodes=2", f"--nproc_per_node={per_node}", "--rdzv-backend=c10d",
              f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=rehearsal", "--local-addr=127.0.0.1",
-             str(STUB), "train.steps=10"]
+             str(STUB), "train.steps=10", "env.preflight.min_node_busbw_gbps=1000"]  # a node floor, under warn
     for code, _out, err in run_all([agent, agent], tmp_path, [clean_env(), clean_env()]):
         assert code == 0, err[-3000:]
     world = 2 * per_node
@@ -176,4 +177,15 @@ def test_two_torchrun_nodes_with_the_c10d_rendezvous(tmp_path, per_node):
         assert dist["node_rank"] == rank // per_node and dist["master_addr"] == "127.0.0.1"
         # The node's CPUs are shared by the ranks on that node, not by the whole world.
         assert report["threads"]["intra_op"] == max(1, report["found"]["cpus_usable"] // per_node)
+        # The preflight check times the all_reduce within each node too (a node is a host and its node rank),
+        # so that a slow node is told apart from a slow network; a node of one rank has nothing to time.
+        check = report["preflight"]
+        node_figures = [r["node_busbw_gbps"] for r in check["ranks"]]
+        if per_node == 1:
+            assert node_figures == [None] * len(node_figures) and check["findings"] == []
+        else:
+            assert all(figure > 0 for figure in node_figures), check["ranks"]
+            (finding,) = check["findings"]
+            assert finding["kind"] == "min_node_busbw_gbps" and finding["ranks"] == [0, 2]
+            assert re.search(r"ranks 0, 1 on \S+ [0-9.]+ GB/s, ranks 2, 3 on ", finding["message"])
     assert_trained_together(runs)

@@ -38,3 +38,18 @@ def test_the_flight_recorder_check_on_gloo(tmp_path):
                            "cpu_debug"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "gloo:all_reduce; bootstrap hang: no divergence" in proc.stdout
+
+
+def test_the_preflight_expectations_read_a_real_check(run_stub):
+    # gpu_check.sh asks for a TF32 matmul above h100's floor and NCCL's network; on the CPU the same fields,
+    # with a floor this machine reaches, and gloo, where there is no NCCL log to read
+    run = run_stub("env.torch.matmul_precision=high", "env.preflight.min_tflops=0.0001", "env.distributed.init=always",
+                   "train.steps=2")
+    assert run.returncode == 0, run.output
+    proc = check(run.out_dir / "bootstrap.json", "--device", "cpu", "--trained", "--preflight")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = check(run.out_dir / "bootstrap.json", "--device", "cpu", "--preflight", "--network")
+    assert proc.returncode == 1 and "preflight timed 1 all_reduce sizes and read network None" in proc.stderr
+    unreachable = run_stub("env.preflight.min_tflops=1000", "train.steps=2")
+    proc = check(unreachable.out_dir / "bootstrap.json", "--device", "cpu", "--preflight")
+    assert proc.returncode == 1 and "not status ok" in proc.stderr

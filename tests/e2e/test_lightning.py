@@ -273,3 +273,20 @@ def test_ddp_a_logging_variable_exported_before_fit_warns_and_trains(tmp_path):
     assert_ok(run)
     agreement = run.report("bootstrap.rank1.json")["distributed"]["agreement"]
     assert agreement["status"] == "differs" and [d["kind"] for d in agreement["differences"]] == ["logging"]
+
+
+# -- the preflight check: Lightning makes its group after the bootstrap ------------------------
+def test_ddp_each_rank_checks_its_own_matmul_against_a_floor(tmp_path):
+    run = run_app(tmp_path / "run", *BOOTSTRAP, *DDP, "env.preflight.min_tflops=0.0001")
+    assert_ok(run)
+    for name in ("bootstrap.json", "bootstrap.rank1.json"):
+        check = run.report(name)["preflight"]
+        assert (check["status"], check["world_size"], check["findings"]) == ("ok", 1, []), check
+        assert check["ranks"][0]["tflops"] > 0.0001 and "one process: no collective" in check["note"]
+
+
+def test_an_unreachable_floor_stops_lightning_before_fit(tmp_path):
+    run = run_app(tmp_path / "run", *BOOTSTRAP, *DDP, "env.preflight.mode=error", "env.preflight.min_tflops=1000")
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.tail()
+    assert "fit starts" not in run.stdout + run.stderr and "floor env.preflight.min_tflops=1000" in run.stderr
+    assert run.report()["job"]["status"] == "check_failed"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import bootstrap
 from bootstrap.doors import inbound, outbound
 from bootstrap.doors.inbound import Unreadable
-from bootstrap.doors.records import Report, read_report, report_names, report_paths
+from bootstrap.doors.records import SCHEMA_VERSION, Report, read_report, report_names, report_paths
 
 # Every field the bootstrap writes, each section with its keys in the order they are written.
 SECTIONS = {
@@ -25,7 +25,7 @@ SECTIONS = {
     "timings": ["bootstrap_s", "started_ns"],
 }
 TOP = ["schema_version", "preset", "preset_digest", "resolved", "overrides", "device", "found", "checks", "lint",
-       "vars", "threads", "torch", "distributed", "seed", "warnings", "timings", "job"]
+       "vars", "threads", "torch", "distributed", "seed", "preflight", "warnings", "timings", "job"]
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_the_json_keeps_every_field_name_and_order(written):
     assert list(data["vars"]["MY_SETTING"]) == ["value", "source", "effective", "note"]
     assert list(data["checks"][0]) == ["name", "required", "found", "ok"]
     assert data["job"] == {"num": None, "status": "completed", "metrics": {"loss": 0.25, "val/acc": 0.5}}
-    assert data["resolved"] is None and data["schema_version"] == 2
+    assert data["resolved"] is None and data["schema_version"] == SCHEMA_VERSION
 
 
 def test_reading_and_writing_again_gives_the_same_json(written):

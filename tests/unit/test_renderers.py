@@ -27,7 +27,8 @@ from unit.test_facts import REPORT
 from conftest import ROOT
 
 PLANTED = {name: f"planted{index}q{'x' * 7}" for index, name in enumerate(
-    ("HF_TOKEN", "DB_PASSWORD", "WANDB_API_KEY", "MY_SECRET_KEY", "hang", "warning", "error", "lint"))}
+    ("HF_TOKEN", "DB_PASSWORD", "WANDB_API_KEY", "MY_SECRET_KEY", "hang", "warning", "error", "lint",
+     "preflight"))}
 FORGED = "FORGED"  # starts a line only where a value forged one
 MAX_LINE = 5000  # characters of any one line any renderer makes
 DEEP = 28  # nesting the reader lets through (inbound.MAX_DEPTH is 32; the report adds its own levels)
@@ -59,6 +60,13 @@ def hostile(side: str) -> dict:
         **{f"var.NCCL_K{i}": "a" * 300 + side for i in range(3000)}}}
     data["distributed"]["hang"] = {"password": PLANTED["hang"], "deep": _deep(DEEP)}
     data["warnings"] = [f"token={PLANTED['warning']}\n{FORGED} warning"]
+    data["preflight"] = {
+        "status": f"slow\n{FORGED} status", "mode": "error", "note": f"token={PLANTED['preflight']}\n{FORGED} note",
+        "median_tflops": 2.0 if side == "a" else 3.0, "network": f"IB\n{FORGED} network",
+        "slowest": {"rank": 1, "host": f"h\n{FORGED} host password={PLANTED['preflight']}", "tflops": 0.5},
+        "ranks": [{"rank": r, "host": f"h{r}\n{FORGED} host", "tflops": 1.0} for r in range(3000)],
+        "findings": [{"kind": "slow", "message": f"password={PLANTED['preflight']}\n{FORGED} finding" + "x" * 9000,
+                      "ranks": [1]}] * 50}
     data["lint"] = [{"name": "HF_TOKEN", "kind": "unknown", "message": f"HF_TOKEN={PLANTED['lint']}"}]
     data["job"] = {"num": 0 if side == "a" else 1, "status": "completed", "error": f"password={PLANTED['error']}",
                    "metrics": {"samples_per_s": 10.0 if side == "a" else 20.0,
@@ -153,12 +161,37 @@ def _doctor_and_log_table(sweep: Path) -> str:
     return doctor.format_text(read) + "\n" + report.format_table(read)
 
 
+def _peer_figures(sweep: Path) -> str:
+    """Every rank's figures, as the gather brings them (bootstrap.preflight.figures), judged and recorded."""
+    from bootstrap.preflight import check, figures, verdict
+
+    hostile_host = f"h\n{FORGED} password={PLANTED['preflight']}".encode()
+    sent = [figures.LAYOUT.pack(0, 0, 1.0, 1.0, -1.0, hostile_host), figures.LAYOUT.pack(0, 0, 0.01, 1.0, -1.0, b"b"),
+            b"\xff" * 3, figures.LAYOUT.pack(2**40, 9, float("nan"), -2.0, 1e308, b"\x1b[2J" * 30)]
+    world = [figures.unpack(rank, data) for rank, data in enumerate(sent)]
+    found = verdict.judge(world, verdict.Floors(min_tflops=5, min_busbw_gbps=9), 2.0, "cuda", "nccl")
+    record = check.records.Preflight(status=verdict.status(found))
+    check._summarise(record, world, world[0], found)
+    return "\n".join(f.message for f in found) + "\n" + outbound.to_json(record.to_json())
+
+
+def _nccl_network(sweep: Path) -> str:
+    """NCCL's log, another program's text (bootstrap.preflight.nccl_log)."""
+    from bootstrap.preflight import nccl_log
+
+    log = sweep / f"nccl.h.{12345}.log"
+    log.write_bytes(f"NCCL INFO Using network IB\n{FORGED}\nNCCL INFO Using network Sock\x1bet\n".encode())
+    found = nccl_log.read(sweep, 12345)
+    return f"{found.text} {found.kind}"
+
+
 RENDERERS = {
     "bootstrap diff": _diff(), "bootstrap diff --all": _diff("--all"), "bootstrap diff --json": _diff("--json"),
     "sweep summary (markdown, the environments' note)": _summary, "sweep summary (CSV)": _summary_csv,
     "bootstrap tune": _tune,
     "a Lightning rank against rank 0's report": _rank0_report, "a peer's record in the store": _peer_record,
     "doctor and the job's log table": _doctor_and_log_table,
+    "the ranks' preflight figures": _peer_figures, "NCCL's log": _nccl_network,
 }
 
 
@@ -219,9 +252,12 @@ READERS_OF_OTHERS_DATA = {
     "bootstrap/sweep/tune.py": "hydra.yaml of a sweep's job (the sweeper's direction): a direction, never shown",
     "bootstrap/variables/exportkey.py": "the export key file (tests/unit/test_exportkey.py): never shown",
     "bootstrap/core/schema.py": "the presets this package ships: its own files",
+    "bootstrap/preflight/figures.py": "every rank's preflight figures from the gather: 'the ranks' preflight figures'",
+    "bootstrap/preflight/nccl_log.py": "NCCL's own log: 'NCCL's log'",
 }
 _READS = re.compile(r"\b(?:read_report|from_json|exchange|parse_json_bytes|read_json|read_yaml_mapping|"
-                    r"read_string_list|read_pickled_data|read_private_bytes|read_text|store\.get|compare_set)\(")
+                    r"read_string_list|read_pickled_data|read_private_bytes|read_text|store\.get|compare_set|unpack_record|"
+                    r"read_log_head)\(")
 
 
 def test_every_reader_of_others_data_is_walked_here():

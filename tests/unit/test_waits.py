@@ -46,10 +46,15 @@ WAITS = {
     ("bootstrap/distributed/group.py", "init_device_mesh"): "the group's timeout (its sub-groups inherit it)",
     ("bootstrap/distributed/group.py", "dist.destroy_process_group"): "local: waits on no peer",
     ("bootstrap/distributed/group.py", "store.compare_set"): "the group's store timeout, env.distributed.timeout_s",
+    ("bootstrap/preflight/measure.py", "time.sleep"): "POLL_S, looping until the preflight's Deadline(seconds)",
+    ("bootstrap/preflight/measure.py", "work.wait"): "only once work.is_completed(): no wait",
+    ("bootstrap/preflight/measure.py", "dist.new_group"): "timeout=what is left of the preflight's Deadline",
+    ("bootstrap/preflight/check.py", "dist.destroy_process_group"):
+        "local after a finished collective; after one a peer never matched, the group's timeout_s (gloo)",
 }
 _BLOCKING = {"wait", "join", "sleep", "TCPStore", "init_process_group", "init_device_mesh", "multi_get",
-             "compare_set", "barrier", "run_interruptibly", "destroy_process_group", "wait_for_dumps", "exchange",
-             "agree_on_run_dir", "rendezvous_store", "get", "select"}
+             "compare_set", "barrier", "new_group", "run_interruptibly", "destroy_process_group", "wait_for_dumps",
+             "exchange", "agree_on_run_dir", "rendezvous_store", "get", "select"}
 
 
 def _waits():

@@ -2,6 +2,7 @@
 written, made by running ``train_stub.py`` at commits of its own git history.
 
     python tests/data/reports/rebuild.py          # from the root of a clone with its history
+    python tests/data/reports/rebuild.py CASE...  # only these cases (a new schema version's)
 
 Each case checks out one commit into a temporary git worktree and runs it with this venv's python (torch,
 Hydra), with the checkout's own ``bootstrap`` package first on the path and this one's taken off it. It
@@ -97,10 +98,12 @@ def _keep(out: Path, target: Path) -> None:
             shutil.copyfile(path, target / relative)
 
 
-def main() -> None:
+def main(only: list) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         for case, commit, how, overrides in CASES:
+            if only and case not in only:
+                continue
             target = HERE / case
             shutil.rmtree(target, ignore_errors=True)
             _keep(_run(case, commit, how, overrides, work), target)
@@ -108,4 +111,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

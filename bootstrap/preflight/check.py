@@ -1,0 +1,243 @@
+"""``run(request) -> records.Preflight``: the preflight check of one rank, from its request to its record.
+
+Every rank measures its matmul, times the world's all_reduce, and sends its figures to every other rank in one
+``all_gather``; with more than one node it also times the all_reduce within its node and gathers that. Each
+rank then judges the world's figures (:mod:`bootstrap.preflight.verdict`), so all reach the same verdict. A
+single process has no one to compare with: it runs only where the preset sets a floor, and is skipped
+otherwise, so that a quick start pays nothing for it. The check stays within ``seconds``
+(:class:`~bootstrap.distributed.waits.Deadline`): a collective that does not finish is a finding that names
+the ranks that had not arrived.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+from bootstrap.distributed.ranks import Ranks
+from bootstrap.distributed.waits import Deadline
+from bootstrap.doors import inbound, outbound, records
+from bootstrap.doors.errors import PRESET
+from bootstrap.preflight import figures as rank_figures
+from bootstrap.preflight import measure, nccl_log
+from bootstrap.preflight.figures import Compute, RankFigures
+from bootstrap.preflight.verdict import Finding, Floors, Status, judge, status
+
+PREFIX = "hydra_train_bootstrap/preflight"
+MAX_RANKS_LISTED = 64  # ranks a report lists with their figures (rank 0, this rank, the slowest, those named)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to check, from ``env.preflight`` and how the job runs."""
+
+    mode: str  # error | warn | off
+    seconds: float
+    max_skew: float
+    floors: Floors = field(default_factory=Floors)
+    sizes_mb: Tuple[float, ...] = (1.0,)
+    network: Optional[str] = None  # ib | efa | socket | any; None: NCCL's log is not read
+    device: str = "cpu"  # the job's device (cuda:N)
+    backend: Optional[str] = None  # the process group's; None: no group
+    rank: int = 0
+    world_size: int = 1
+    node_rank: int = 0
+    host: str = ""
+    nccl_log_dir: Optional[Path] = None  # where the bootstrap pointed NCCL_DEBUG_FILE; None: it did not
+    store_key: str = PREFIX  # this check's keys in the group's store (the run, the restart, the check's number)
+    key: str = "env"  # the preset's key in messages
+    always: bool = False  # measure even a single process with no floor (bootstrap doctor --preflight)
+    note: Optional[str] = None  # what the caller left out, for the record (floors meant for another device)
+
+    @property
+    def has_floor(self) -> bool:
+        return any(value is not None for value in (self.floors.min_tflops, self.floors.min_busbw_gbps,
+                                                   self.floors.min_node_busbw_gbps))
+
+    @property
+    def grouped(self) -> bool:  # a process group to time the all_reduce over (one rank: algbw only, busbw 0)
+        return self.backend is not None
+
+    @property
+    def compares(self) -> bool:  # other ranks to compare with
+        return self.grouped and self.world_size > 1
+
+
+def store_key(environ, job_id: Optional[str], number: int) -> str:
+    """One key per check: the run, the restart, and the check's number in this process."""
+    run = environ.get("TORCHELASTIC_RUN_ID") or job_id or "run"
+    return f"{PREFIX}/{run}/{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{number}"
+
+
+def skipped_because(request: Request) -> Optional[str]:
+    """Why the check does not run at all, or None."""
+    if request.mode == "off":
+        return f"{PRESET}.preflight.mode=off"
+    if not (request.compares or request.has_floor or request.network is not None or request.always):
+        return ("one process and no floor: nothing to compare with (set "
+                f"{PRESET}.preflight.min_tflops to check this machine alone)")
+    return None
+
+
+def run(request: Request) -> records.Preflight:
+    started = time.perf_counter()
+    record = records.Preflight(mode=request.mode, budget_s=request.seconds, max_skew=request.max_skew,
+                               min_tflops=request.floors.min_tflops, min_busbw_gbps=request.floors.min_busbw_gbps,
+                               min_node_busbw_gbps=request.floors.min_node_busbw_gbps,
+                               network_expected=request.network)
+    why = skipped_because(request)
+    if why:
+        record.note = "; ".join(filter(None, [request.note, why.replace(PRESET, request.key)]))
+        return record
+    deadline = Deadline(request.seconds)
+    own, extra, notes = _compute(request, record)
+    notes[:0] = [request.note] if request.note else []
+    world = [own]
+    if request.grouped:
+        try:
+            world = _collectives(request, record, own, deadline)
+        except measure.Unfinished as unfinished:
+            extra.append(_unfinished(unfinished))
+    else:
+        notes.append("one process: no collective")
+    extra += _network(request, record, notes)  # after the collectives: NCCL has started its communicator
+    findings = judge(world, request.floors, request.max_skew, request.device.split(":")[0], request.backend or "",
+                     extra, request.key)
+    _summarise(record, world, own, findings)
+    record.note = "; ".join(notes).replace(PRESET, request.key) or None
+    record.seconds = round(time.perf_counter() - started, 4)
+    return record
+
+
+def _compute(request: Request, record: records.Preflight) -> Tuple[RankFigures, List[Finding], List[str]]:
+    own = RankFigures(rank=request.rank, host=request.host, node_rank=request.node_rank)
+    try:
+        result = measure.compute(request.device, request.seconds)
+    except (RuntimeError, MemoryError) as error:  # a GPU in a bad state, out of memory: the rank is faulty
+        message = f"rank {request.rank} ({request.host}): the matmul failed: {error}"
+        return own, [Finding("faulty", message, [request.rank])], []
+    own.compute, own.tflops = result.verdict, result.tflops
+    record.precision, record.matrix, record.compute_error = result.precision, result.matrix, result.error
+    return own, [], []
+
+
+def _network(request: Request, record: records.Preflight, notes: List[str]) -> List[Finding]:
+    """The network NCCL chose, from its log, against ``preflight.network``."""
+    if request.network is None:
+        return []
+    if request.backend != "nccl":
+        notes.append(f"no NCCL ({request.backend or 'no process group'}): its network is not read")
+        return []
+    if request.nccl_log_dir is None:
+        notes.append("NCCL_DEBUG was set by the user (or there is no job directory): NCCL's log was not captured")
+        return []
+    try:
+        found = nccl_log.read(request.nccl_log_dir, os.getpid())
+    except inbound.Unreadable as error:
+        notes.append(f"NCCL's network is unknown: {error}")
+        return []
+    if found.text is None:
+        notes.append("NCCL's log names no network ('Using network' line)")
+        return []
+    record.network, record.network_kind = outbound.shown(found.text), found.kind
+    if found.matches(request.network):
+        return []
+    return [Finding("network", f"rank {request.rank} ({request.host}): NCCL uses {record.network}, and "
+                               f"{PRESET}.preflight.network={request.network} expects {request.network}: NCCL fell "
+                               f"back after its plugin or device was not found; read the 'NET/' lines of "
+                               f"{nccl_log.LOG_PATTERN} in the job's directory, and set NCCL_NET to fail instead "
+                               f"of falling back", [request.rank])]
+
+
+def _collectives(request: Request, record: records.Preflight, own: RankFigures, deadline: Deadline) \
+        -> List[RankFigures]:
+    """The world's all_reduce, the gather of every rank's figures, and with several nodes the same within each
+    node. Returns every rank's figures."""
+    import torch.distributed as dist
+
+    from bootstrap.distributed.group import default_store
+
+    meeting = measure.Meeting(default_store(), request.store_key, request.rank, request.world_size, deadline)
+    timed = measure.all_reduce(meeting, None, request.device, request.sizes_mb, "world")
+    record.collective = [records.CollectiveSize(size_mb=t.size_mb, reps=t.reps, seconds=round(t.seconds, 6),
+                                                algbw_gbps=t.algbw_gbps, busbw_gbps=t.busbw_gbps) for t in timed]
+    own.busbw_gbps = timed[-1].busbw_gbps
+    world = _gathered(meeting, own, request.device, "gather")
+    mine, made = measure.node_groups([rank.node for rank in world], deadline)
+    try:
+        if mine is not None:
+            own.node_busbw_gbps = measure.all_reduce(meeting, mine, request.device, [max(request.sizes_mb)],
+                                                     "node")[-1].busbw_gbps
+        if made:  # every rank, in a node of one or not: the gather is the world's
+            world = _gathered(meeting, own, request.device, "gather_nodes")
+    finally:
+        for group in made:
+            dist.destroy_process_group(group)
+    return world
+
+
+def _gathered(meeting: measure.Meeting, own: RankFigures, device: str, stage: str) -> List[RankFigures]:
+    records_sent = measure.gather(meeting, rank_figures.pack(own), device, stage)
+    return [own if rank == own.rank else rank_figures.unpack(rank, data) for rank, data in enumerate(records_sent)]
+
+
+def _unfinished(unfinished: measure.Unfinished) -> Finding:
+    budget = f"{PRESET}.preflight.seconds={unfinished.budget_s:g}"
+    if unfinished.absent:
+        more = "" if unfinished.complete else " (and more)"
+        said = (f"{unfinished.absent.text()}{more} had not arrived: a rank stuck before the check, or one that "
+                f"does not run it ({PRESET}.preflight.mode=off there?)")
+    else:
+        said = (f"every rank had arrived: the network is far slower than the budget allows; raise {budget} or "
+                f"lower {PRESET}.preflight.sizes_mb")
+    return Finding("unfinished", f"{unfinished.what} did not finish within {budget}: {said}",
+                   list(unfinished.absent)[:8])
+
+
+def _listed(world: Sequence[RankFigures], own: RankFigures, slowest: Optional[RankFigures],
+            findings: Sequence[Finding]) -> List[RankFigures]:
+    wanted = Ranks.of([0, own.rank, *([slowest.rank] if slowest else []),
+                       *(rank for finding in findings for rank in finding.ranks)])
+    return [world[rank] for rank in wanted if rank < len(world)][:MAX_RANKS_LISTED]
+
+
+def _as_record(rank: RankFigures) -> records.PreflightRank:
+    return records.PreflightRank(rank=rank.rank, host=rank.host, compute=Compute(rank.compute).name.lower(),
+                                 tflops=rank.tflops, busbw_gbps=rank.busbw_gbps,
+                                 node_busbw_gbps=rank.node_busbw_gbps)
+
+
+def _summarise(record: records.Preflight, world: Sequence[RankFigures], own: RankFigures,
+               findings: Sequence[Finding]) -> None:
+    measured = [rank for rank in world if rank.tflops is not None]
+    slowest = min(measured, key=lambda rank: rank.tflops) if measured else None  # type: ignore[arg-type,return-value]
+    seen_busbw = [rank.busbw_gbps for rank in world if rank.busbw_gbps is not None]
+    record.world_size = len(world)
+    record.median_tflops = statistics.median(rank.tflops for rank in measured) if measured else None
+    record.busbw_gbps = statistics.median(seen_busbw) if seen_busbw else None
+    record.slowest = _as_record(slowest) if slowest else None
+    record.ranks = [_as_record(rank) for rank in _listed(world, own, slowest, findings)]
+    record.findings = [records.PreflightFinding(kind=f.kind, message=f.message, ranks=f.ranks) for f in findings]
+    record.status = status(findings)
+
+
+def stops(record: records.Preflight) -> bool:
+    """Does this record stop the job? Under ``error`` any finding does; under ``warn`` only a collective that
+    did not finish, since the group then holds a collective its peers never matched: the task's first one
+    would pair with it."""
+    if record.status in (Status.OK, Status.SKIPPED):
+        return False
+    return record.mode == "error" or any(finding.kind == "unfinished" for finding in record.findings)
+
+
+def message(record: records.Preflight, key: str) -> str:
+    lines = [f"preflight: {finding.message}" for finding in record.findings]
+    if record.mode == "error":
+        fix = f"(set {key}.preflight.mode=warn to train anyway, and the finding is recorded)"
+    else:
+        fix = "(the process group cannot be used after a collective that did not finish)"
+    return "\n".join(lines) + f"\n{fix}"
