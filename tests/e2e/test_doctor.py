@@ -40,3 +40,37 @@ def test_a_reader_that_goes_away_early_gets_no_traceback(tmp_path):
     proc.stdout.close()
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "Traceback" not in stderr, stderr
+
+
+def _section(text: str, title: str) -> str:
+    return text.split(f"\n{title}\n", 1)[1].split("\n\n", 1)[0]
+
+
+def test_preflight_measures_this_machine_and_puts_everything_back(tmp_path):
+    proc = doctor("--preflight", "env.torch.matmul_precision=high", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    section = _section(proc.stdout, "Preflight")
+    assert "status               ok" in section and "512x512 float32 at precision high" in section
+    assert "one process: no collective" in section
+    proc = doctor("--preflight", "--json", cwd=tmp_path)
+    check = json.loads(proc.stdout)["preflight"]
+    assert check["status"] == "ok" and check["ranks"][0]["tflops"] > 0 and check["mode"] == "warn"
+
+
+def test_preflight_exits_1_where_the_job_would_stop(tmp_path):
+    proc = doctor("--preflight", "env.preflight.mode=error", "env.preflight.min_tflops=1000", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "the job would stop: the preflight check found, under preflight.mode=error: rank 0 (" in proc.stderr
+    assert "under the floor env.preflight.min_tflops=1000" in _section(proc.stdout, "Preflight")
+    warned = doctor("--preflight", "env.preflight.min_tflops=1000", cwd=tmp_path)  # cpu_debug warns: it would train
+    assert warned.returncode == 0 and "finding: rank 0 (" in warned.stdout
+
+
+def test_preflight_under_torchrun_tests_the_network_too(tmp_path):
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "bootstrap",
+               "doctor"]
+    proc = doctor("--preflight", "env.threads.intra_op=1", cwd=tmp_path, command=command)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("\nPreflight\n") == 1  # rank 0 speaks for the world
+    section = _section(proc.stdout, "Preflight")
+    assert "status               ok" in section and "bus bandwidth" in section and "over 2 ranks" in section
