@@ -173,52 +173,47 @@ def flight_recorder(work: Path, repeats: int, steps: int) -> dict:
             "ratio": median(results["off"]) / median(results["on"])}
 
 
-# 12 --------------------------------------------------------------------------------------
+# 12, 13 ----------------------------------------------------------------------------------
+def two_ranks_starting(work: Path, repeats: int, off: str) -> dict:
+    """``torchrun`` with 2 ranks of train_stub, ``train.steps=0`` (start-up only), as the preset has it ("on") and
+    with the ``off`` override, interleaved: each run's wall time and rank 0's report."""
+    runs = {"n": 0}
+
+    def torchrun(*overrides):
+        def run():
+            runs["n"] += 1
+            run_dir = work / f"run{runs['n']}"
+            wall = timed([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(STUB),
+                          "train.steps=0", f"hydra.run.dir={run_dir}", *overrides], cwd=work)
+            return wall, read_report(run_dir / "bootstrap.rank0.json")
+        return run
+
+    return interleaved({"on": torchrun(), "off": torchrun(off)}, repeats)
+
+
+def _walls(results: dict) -> dict:
+    on, off = ([wall for wall, _ in results[name]] for name in ("on", "off"))
+    return {"on_s": median(on), "off_s": median(off), "ratio": median(on) / median(off)}
+
+
 def agreement(work: Path, repeats: int) -> dict:
-    """The rank agreement's cost at start-up: ``torchrun`` with 2 ranks of train_stub, ``train.steps=0``
-    (start-up only), with the comparison (the preset's default, agree=error) and without (agree=off),
-    interleaved. ``ratio``: wall time on / off. ``bootstrap_ms_*``: rank 0's own ``timings.bootstrap_s``,
+    """The rank agreement's cost at start-up: with the comparison (the preset's default, agree=error) and without
+    (agree=off). ``ratio``: wall time on / off. ``bootstrap_ms_*``: rank 0's own ``timings.bootstrap_s``,
     rendezvous included, where the comparison runs."""
-    runs = {"n": 0}
-
-    def torchrun(*overrides):
-        def run():
-            runs["n"] += 1
-            run_dir = work / f"run{runs['n']}"
-            wall = timed([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(STUB),
-                          "train.steps=0", f"hydra.run.dir={run_dir}", *overrides], cwd=work)
-            return wall, read_report(run_dir / "bootstrap.rank0.json").timings.bootstrap_s * 1000
-        return run
-
-    results = interleaved({"on": torchrun(), "off": torchrun("env.distributed.agree=off")}, repeats)
-    on, off = ([wall for wall, _ in results[name]] for name in ("on", "off"))
-    return {"on_s": median(on), "off_s": median(off), "ratio": median(on) / median(off),
-            "bootstrap_ms_on": median([ms for _, ms in results["on"]]),
-            "bootstrap_ms_off": median([ms for _, ms in results["off"]])}
+    results = two_ranks_starting(work, repeats, "env.distributed.agree=off")
+    return {**_walls(results),
+            **{f"bootstrap_ms_{name}": median([report.timings.bootstrap_s * 1000 for _, report in results[name]])
+               for name in ("on", "off")}}
 
 
-# 13 --------------------------------------------------------------------------------------
 def preflight(work: Path, repeats: int) -> dict:
-    """The preflight check's share of start-up: ``torchrun`` with 2 ranks of train_stub on cpu_debug,
-    ``train.steps=0`` (start-up only), with the check (the preset's default, mode=warn) and without (mode=off),
-    interleaved. ``ratio``: wall time on / off. ``preflight_s``: rank 0's ``timings.preflight_s``, against the
-    preset's budget (``budget_s``)."""
-    runs = {"n": 0}
-
-    def torchrun(*overrides):
-        def run():
-            runs["n"] += 1
-            run_dir = work / f"run{runs['n']}"
-            wall = timed([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(STUB),
-                          "train.steps=0", f"hydra.run.dir={run_dir}", *overrides], cwd=work)
-            return wall, read_report(run_dir / "bootstrap.rank0.json").preflight
-        return run
-
-    results = interleaved({"on": torchrun(), "off": torchrun("env.preflight.mode=off")}, repeats)
-    on, off = ([wall for wall, _ in results[name]] for name in ("on", "off"))
-    checks = [check for _, check in results["on"]]
-    return {"on_s": median(on), "off_s": median(off), "ratio": median(on) / median(off),
-            "preflight_s": median([check.seconds for check in checks]), "budget_s": checks[0].budget_s,
+    """The preflight check's share of start-up on cpu_debug: with the check (the preset's default, mode=warn) and
+    without (mode=off). ``ratio``: wall time on / off. ``preflight_s``: rank 0's ``timings.preflight_s``, against
+    the preset's budget (``budget_s``)."""
+    results = two_ranks_starting(work, repeats, "env.preflight.mode=off")
+    checks = [report.preflight for _, report in results["on"]]
+    return {**_walls(results), "preflight_s": median([check.seconds for check in checks]),
+            "budget_s": checks[0].budget_s,
             "within_budget": float(max(check.seconds for check in checks) <= checks[0].budget_s)}
 
 
