@@ -11,6 +11,7 @@ the ranks that had not arrived.
 
 from __future__ import annotations
 
+import itertools
 import os
 import statistics
 import time
@@ -25,7 +26,7 @@ from bootstrap.doors.errors import PRESET
 from bootstrap.preflight import figures as rank_figures
 from bootstrap.preflight import measure, nccl_log
 from bootstrap.preflight.figures import Compute, RankFigures
-from bootstrap.preflight.verdict import Finding, Floors, Status, judge, status
+from bootstrap.preflight.verdict import MAX_NAMED, Finding, Floors, Status, judge, status
 
 PREFIX = "hydra_train_bootstrap/preflight"
 MAX_RANKS_LISTED = 64  # ranks a report lists with their figures (rank 0, this rank, the slowest, those named)
@@ -191,11 +192,13 @@ def _unfinished(unfinished: measure.Unfinished) -> Finding:
         more = "" if unfinished.complete else " (and more)"
         said = (f"{unfinished.absent.text()}{more} had not arrived: a rank stuck before the check, or one that "
                 f"does not run it ({PRESET}.preflight.mode=off there?)")
+    elif not unfinished.complete:  # the store that says who arrived was gone too
+        said = "the ranks' store could not be read to name who had not arrived: rank 0, which hosts it, has ended?"
     else:
         said = (f"every rank had arrived: the network is far slower than the budget allows; raise {budget} or "
                 f"lower {PRESET}.preflight.sizes_mb")
     return Finding("unfinished", f"{unfinished.what} did not finish within {budget}: {said}",
-                   list(unfinished.absent)[:8])
+                   list(itertools.islice(unfinished.absent, MAX_NAMED)))
 
 
 def _listed(world: Sequence[RankFigures], own: RankFigures, slowest: Optional[RankFigures],

@@ -289,3 +289,15 @@ def test_the_doctor_shows_what_the_check_expects():
     section = text.split("\nPreflight\n", 1)[1].split("\n\n", 1)[0]
     assert "min_tflops           50 TFLOP/s" in section and "network              ib" in section
     assert "not run: a preview (bootstrap doctor --preflight measures)" in section and "status" not in section
+
+
+def test_an_unfinished_collective_names_who_had_not_arrived_or_why_it_cannot():
+    from bootstrap.distributed.ranks import Ranks
+    from bootstrap.preflight.measure import Unfinished
+
+    absent = check._unfinished(Unfinished("the all_reduce of 1 MB", Ranks.span(3, 10_003), True, 3))
+    assert absent.ranks == list(range(3, 3 + verdict.MAX_NAMED)) and "ranks 3-10002 had not arrived" in absent.message
+    gone = check._unfinished(Unfinished("the gather", Ranks(), False, 3))
+    assert "could not be read" in gone.message and "every rank had arrived" not in gone.message
+    slow = check._unfinished(Unfinished("the gather", Ranks(), True, 3))
+    assert "every rank had arrived: the network is far slower" in slow.message
