@@ -94,7 +94,7 @@ def _floor(value: Optional[float], unit: str) -> str:
 def _preflight(check: records.Preflight) -> List[str]:
     """What the preflight check expects, and what it measured when it ran (``--preflight``)."""
     rows = [("mode", check.mode), ("budget", _floor(check.budget_s, "s")),
-            ("max_skew", _floor(check.max_skew, "x the other ranks' median")),
+            ("max_skew", "-" if check.max_skew is None else f"{check.max_skew:g}x the other ranks' median"),
             ("min_tflops", _floor(check.min_tflops, "TFLOP/s")), ("min_busbw_gbps", _floor(check.min_busbw_gbps,
                                                                                             "GB/s")),
             ("min_node_busbw_gbps", _floor(check.min_node_busbw_gbps, "GB/s")),

@@ -7,6 +7,7 @@ both find the preset and the overrides the same way.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf
@@ -176,11 +177,17 @@ def measure_preflight(config: DictConfig) -> Report:
     """``bootstrap doctor --preflight``: the job's preset applied here for a moment, its preflight check run (a
     lone process measures its matmul too; a finding is reported, not raised), and everything put back. Under
     torchrun every rank runs it, and the collective part runs too. Returns the report the job would start with."""
+    import tempfile
+
     from bootstrap.core.schema import PreflightMode
     from bootstrap.core.session import Session
 
-    session = Session(**session_args(config))
-    session.preset.preflight.mode = PreflightMode.warn
-    session.preflight_always = True
-    with session:
-        return session.report  # type: ignore[return-value]
+    with tempfile.TemporaryDirectory(prefix="bootstrap-doctor-") as scratch:
+        session = Session(**session_args(config))
+        wanted = session.preset.preflight
+        if wanted.network is not None and session.preset.distributed.backend.value == "nccl":
+            session.output_dir = Path(scratch)  # where NCCL logs its start, to read the network it chose
+        wanted.mode = PreflightMode.warn
+        session.preflight_always = True
+        with session:
+            return session.report  # type: ignore[return-value]

@@ -126,7 +126,7 @@ def make_plan(
                           "a rendezvous port, and none is set. Export MASTER_PORT=<a free port> for every rank, or "
                           f"set {PRESET}.distributed.master_port.")
     dump_dir = (recorder.dump_dir or output_dir) if recorder.enabled and distributed else None
-    nccl_log = _nccl_log_vars(preset, environ_now, output_dir if distributed else None)
+    nccl_log = _nccl_log_vars(preset, {**environ_now, **requested_vars}, output_dir if distributed else None)
     derived = {n: environ.normalize(n, v)
                for n, v in {**_derived_vars(preset, threads, distributed, dump_dir), **nccl_log}.items()}
     decisions = environ.plan_vars({**derived, **requested_vars},  # the preset's own entries win over derived ones
@@ -225,8 +225,8 @@ def _check_buffer_sizes(decisions) -> None:
 
 def _nccl_log_vars(preset: EnvConfig, environ_now: Mapping[str, str], output_dir: Optional[str]) -> Dict[str, str]:
     """NCCL's own start-up lines into the job's directory, for the preflight check to read the network NCCL
-    chose: only when the preset expects one, NCCL makes the group, and the user has not set NCCL_DEBUG (theirs
-    wins, and then NCCL's lines go where they asked)."""
+    chose: only when the preset expects one, NCCL makes the group, and neither the user nor the preset's vars set
+    NCCL_DEBUG or NCCL_DEBUG_FILE (``environ_now`` holds both: theirs wins, and NCCL's lines go where they said)."""
     wanted = preset.preflight
     if wanted.network is None or wanted.mode is PreflightMode.off or output_dir is None \
             or preset.distributed.backend is not Backend.nccl or preset.device is not Device.cuda \

@@ -206,7 +206,7 @@ class Session:
     def _apply(self) -> None:
         started, warnings = time.perf_counter(), []
         started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
-        self._agreement = self._preflight = None  # until this start compares (a session may be applied again)
+        self._agreement = self._preflight = self.report = None  # this start's (a session may be applied again)
         plan = self._make_plan(os.environ, warnings)
         refused = verdict.before_apply(self.preset, plan, os.environ)  # the doctor's verdict too
         if refused:  # the lint's stops and values torch would refuse: nothing is applied yet

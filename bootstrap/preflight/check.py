@@ -94,96 +94,103 @@ def run(request: Request) -> records.Preflight:
     if why:
         record.note = "; ".join(filter(None, [request.note, why.replace(PRESET, request.key)]))
         return record
-    deadline = Deadline(request.seconds)
-    own, extra, notes = _compute(request, record)
-    notes[:0] = [request.note] if request.note else []
-    world = [own]
+    notes = [request.note] if request.note else []
+    own = _compute(request, record, notes)
+    world, extra = [own], []
     if request.grouped:
         try:
-            world = _collectives(request, record, own, deadline)
+            world = _collectives(request, record, own, Deadline(request.seconds), notes)
         except measure.Unfinished as unfinished:
             extra.append(_unfinished(unfinished))
+        except RuntimeError as error:  # a peer left during the check (gloo's connection reset, a store gone)
+            extra.append(Finding("unfinished", f"the check's collectives failed: {error}: a rank left during the "
+                                               "check (crashed or stopped)?"))
     else:
         notes.append("one process: no collective")
-    extra += _network(request, record, notes)  # after the collectives: NCCL has started its communicator
+    if request.backend != "nccl":
+        notes.append(f"no NCCL ({request.backend or 'no process group'}): the network it chose is not read")
     findings = judge(world, request.floors, request.max_skew, request.device.split(":")[0], request.backend or "",
-                     extra, request.key)
+                     request.network, extra, request.key)
     _summarise(record, world, own, findings)
     record.note = "; ".join(notes).replace(PRESET, request.key) or None
+    if request.device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()  # the task gets back the memory the check's tensors held
     record.seconds = round(time.perf_counter() - started, 4)
     return record
 
 
-def _compute(request: Request, record: records.Preflight) -> Tuple[RankFigures, List[Finding], List[str]]:
+def _compute(request: Request, record: records.Preflight, notes: List[str]) -> RankFigures:
+    """This rank's matmul; a rank whose matmul fails (a GPU in a bad state, out of memory) sends ``NOT_RUN``,
+    which every rank judges faulty, and says why in its own record."""
     own = RankFigures(rank=request.rank, host=request.host, node_rank=request.node_rank)
     try:
         result = measure.compute(request.device, request.seconds)
-    except (RuntimeError, MemoryError) as error:  # a GPU in a bad state, out of memory: the rank is faulty
-        message = f"rank {request.rank} ({request.host}): the matmul failed: {error}"
-        return own, [Finding("faulty", message, [request.rank])], []
+    except (RuntimeError, MemoryError) as error:
+        notes.append(f"the matmul failed here: {outbound.finding(error, 500)}")
+        return own
     own.compute, own.tflops = result.verdict, result.tflops
     record.precision, record.matrix, record.compute_error = result.precision, result.matrix, result.error
-    return own, [], []
+    return own
 
 
-def _network(request: Request, record: records.Preflight, notes: List[str]) -> List[Finding]:
-    """The network NCCL chose, from its log, against ``preflight.network``."""
-    if request.network is None:
-        return []
-    if request.backend != "nccl":
-        notes.append(f"no NCCL ({request.backend or 'no process group'}): its network is not read")
-        return []
+def _network(request: Request, record: records.Preflight, notes: List[str]) -> Optional[str]:
+    """The kind of network NCCL chose here, from its log (None: not read, and the note says why)."""
+    if request.network is None or request.backend != "nccl":
+        return None
     if request.nccl_log_dir is None:
-        notes.append("NCCL_DEBUG was set by the user (or there is no job directory): NCCL's log was not captured")
-        return []
+        notes.append("NCCL_DEBUG or NCCL_DEBUG_FILE was set, or there is no job directory: NCCL's log was not read")
+        return None
     try:
         found = nccl_log.read(request.nccl_log_dir, os.getpid())
     except inbound.Unreadable as error:
         notes.append(f"NCCL's network is unknown: {error}")
-        return []
+        return None
     if found.text is None:
-        notes.append("NCCL's log names no network ('Using network' line)")
-        return []
+        notes.append("NCCL's log names no network (no 'Using network' line)")
+        return None
     record.network, record.network_kind = outbound.shown(found.text), found.kind
-    if found.matches(request.network):
-        return []
-    return [Finding("network", f"rank {request.rank} ({request.host}): NCCL uses {record.network}, and "
-                               f"{PRESET}.preflight.network={request.network} expects {request.network}: NCCL fell "
-                               f"back after its plugin or device was not found; read the 'NET/' lines of "
-                               f"{nccl_log.LOG_PATTERN} in the job's directory, and set NCCL_NET to fail instead "
-                               f"of falling back", [request.rank])]
+    return found.kind if len(found.names) == 1 else "other"  # two networks at once: none is the one expected
 
 
-def _collectives(request: Request, record: records.Preflight, own: RankFigures, deadline: Deadline) \
-        -> List[RankFigures]:
-    """The world's all_reduce, the gather of every rank's figures, and with several nodes the same within each
-    node. Returns every rank's figures."""
+def _collectives(request: Request, record: records.Preflight, own: RankFigures, deadline: Deadline,
+                 notes: List[str]) -> List[RankFigures]:
+    """On the check's own group: the world's all_reduce, the gather of every rank's figures, and with several
+    nodes the same within each node. Returns every rank's figures, as every rank reads them."""
     import torch.distributed as dist
 
     from bootstrap.distributed.group import default_store
 
-    meeting = measure.Meeting(default_store(), request.store_key, request.rank, request.world_size, deadline)
-    timed = measure.all_reduce(meeting, None, request.device, request.sizes_mb, "world")
-    record.collective = [records.CollectiveSize(size_mb=t.size_mb, reps=t.reps, seconds=round(t.seconds, 6),
-                                                algbw_gbps=t.algbw_gbps, busbw_gbps=t.busbw_gbps) for t in timed]
-    own.busbw_gbps = timed[-1].busbw_gbps
-    world = _gathered(meeting, own, request.device, "gather")
-    mine, made = measure.node_groups([rank.node for rank in world], deadline)
-    try:
-        if mine is not None:
-            own.node_busbw_gbps = measure.all_reduce(meeting, mine, request.device, [max(request.sizes_mb)],
-                                                     "node")[-1].busbw_gbps
-        if made:  # every rank, in a node of one or not: the gather is the world's
-            world = _gathered(meeting, own, request.device, "gather_nodes")
-    finally:
-        for group in made:
-            dist.destroy_process_group(group)
-    return world
+    made: list = []
+    with measure.Meeting(default_store(), request.store_key, request.rank, request.world_size, deadline) as meeting:
+        try:
+            made.append(world_group := measure.new_group(meeting, None, "group"))
+            timed = measure.all_reduce(meeting, world_group, request.device, request.sizes_mb, "world")
+            record.collective = [records.CollectiveSize(size_mb=t.size_mb, reps=t.reps, seconds=round(t.seconds, 6),
+                                                        algbw_gbps=t.algbw_gbps, busbw_gbps=t.busbw_gbps)
+                                 for t in timed]
+            own.busbw_gbps = max(timed, key=lambda t: t.size_mb).busbw_gbps  # the largest: nearest the plateau
+            own.network = _network(request, record, notes)  # NCCL has started the group's communicator
+            world = _gathered(meeting, world_group, own, request.device, "gather")
+            members = measure.node_members([rank.node for rank in world])
+            for number, ranks in enumerate(members):  # every rank makes every node's group, in one order
+                made.append(group := measure.new_group(meeting, ranks, f"node{number}"))
+                if request.rank in ranks:
+                    own.node_busbw_gbps = measure.all_reduce(meeting, group, request.device, [max(request.sizes_mb)],
+                                                             f"node{number}_")[-1].busbw_gbps
+            if members:
+                world = _gathered(meeting, world_group, own, request.device, "gather_nodes")
+            return world
+        finally:
+            for group in made:  # after a collective a peer never matched, this waits out the group's timeout
+                dist.destroy_process_group(group)
 
 
-def _gathered(meeting: measure.Meeting, own: RankFigures, device: str, stage: str) -> List[RankFigures]:
-    records_sent = measure.gather(meeting, rank_figures.pack(own), device, stage)
-    return [own if rank == own.rank else rank_figures.unpack(rank, data) for rank, data in enumerate(records_sent)]
+def _gathered(meeting: measure.Meeting, group, own: RankFigures, device: str, stage: str) -> List[RankFigures]:
+    """Every rank's figures as it sent them, this rank's too, so that every rank judges the same bytes."""
+    sent = measure.gather(meeting, group, rank_figures.pack(own), device, stage)
+    return [rank_figures.unpack(rank, data) for rank, data in enumerate(sent)]
 
 
 def _unfinished(unfinished: measure.Unfinished) -> Finding:
@@ -230,8 +237,7 @@ def _summarise(record: records.Preflight, world: Sequence[RankFigures], own: Ran
 
 def stops(record: records.Preflight) -> bool:
     """Does this record stop the job? Under ``error`` any finding does; under ``warn`` only a collective that
-    did not finish, since the group then holds a collective its peers never matched: the task's first one
-    would pair with it."""
+    did not finish: a rank that did not take part in the check would leave training waiting for it."""
     if record.status in (Status.OK, Status.SKIPPED):
         return False
     return record.mode == "error" or any(finding.kind == "unfinished" for finding in record.findings)
@@ -239,8 +245,8 @@ def stops(record: records.Preflight) -> bool:
 
 def message(record: records.Preflight, key: str) -> str:
     lines = [f"preflight: {finding.message}" for finding in record.findings]
-    if record.mode == "error":
-        fix = f"(set {key}.preflight.mode=warn to train anyway, and the finding is recorded)"
+    if any(finding.kind == "unfinished" for finding in record.findings):
+        fix = "(a rank that did not take part in the check would not take part in training either)"
     else:
-        fix = "(the process group cannot be used after a collective that did not finish)"
+        fix = f"(set {key}.preflight.mode=warn to train anyway, and the finding is recorded)"
     return "\n".join(lines) + f"\n{fix}"

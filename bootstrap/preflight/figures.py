@@ -16,7 +16,9 @@ from typing import Optional
 from bootstrap.doors import inbound, outbound
 
 HOST_BYTES = 64  # a host name (RFC 1123: 63 characters a label), cut to fit
-LAYOUT = struct.Struct(f"<qBddd{HOST_BYTES}s")  # node_rank, compute, tflops, busbw_gbps, node_busbw_gbps, host
+# node_rank, compute, network, tflops, busbw_gbps, node_busbw_gbps, host
+LAYOUT = struct.Struct(f"<qBBddd{HOST_BYTES}s")
+NETWORKS = (None, "ib", "efa", "socket", "ofi", "other")  # the network NCCL chose (nccl_log.Network.kind) as a byte
 UNKNOWN = -1.0  # a figure not measured
 
 
@@ -45,6 +47,7 @@ class RankFigures:
     tflops: Optional[float] = None
     busbw_gbps: Optional[float] = None
     node_busbw_gbps: Optional[float] = None
+    network: Optional[str] = None  # the kind of network NCCL chose here; None: not read
 
     @property
     def node(self) -> str:
@@ -61,21 +64,24 @@ def _read_figure(value: float) -> Optional[float]:
 
 def pack(figures: RankFigures) -> bytes:
     host = figures.host.encode("utf-8", errors="replace")[:HOST_BYTES]
-    return LAYOUT.pack(figures.node_rank, int(figures.compute), _figure(figures.tflops),
+    network = NETWORKS.index(figures.network) if figures.network in NETWORKS else NETWORKS.index("other")
+    return LAYOUT.pack(figures.node_rank, int(figures.compute), network, _figure(figures.tflops),
                        _figure(figures.busbw_gbps), _figure(figures.node_busbw_gbps), host)
 
 
 def unpack(rank: int, data: bytes) -> RankFigures:
     """Rank ``rank``'s record as it sent it. The rank is its slot in the gather, never what it claims."""
     try:
-        node_rank, compute, tflops, busbw, node_busbw, host = inbound.unpack_record(LAYOUT, data, f"rank {rank}")
+        node_rank, compute, network, tflops, busbw, node_busbw, host = inbound.unpack_record(LAYOUT, data,
+                                                                                             f"rank {rank}")
     except inbound.Unreadable:
         return RankFigures(rank=rank, host="?")
     return RankFigures(rank=rank, host=outbound.shown(host.rstrip(b"\0").decode("utf-8", errors="replace") or "?"),
                        node_rank=node_rank if 0 <= node_rank < 2**31 else 0,
                        compute=Compute(compute) if compute in Compute._value2member_map_ else Compute.NOT_RUN,
                        tflops=_read_figure(tflops), busbw_gbps=_read_figure(busbw),
-                       node_busbw_gbps=_read_figure(node_busbw))
+                       node_busbw_gbps=_read_figure(node_busbw),
+                       network=NETWORKS[network] if network < len(NETWORKS) else None)
 
 
 def bus_bandwidth_gbps(message_bytes: int, seconds: float, ranks: int) -> float:

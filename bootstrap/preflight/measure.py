@@ -1,14 +1,18 @@
 """The measurements, on this rank's device and over the job's process group: they touch the machine.
 
 - :func:`compute`: an n x n float32 matmul at the precision in effect (TF32 under ``matmul_precision: high``
-  on a GPU), timed; its result checked for NaN or Inf and, on a slice, against float64.
+  on a GPU), timed; its result checked for NaN or Inf and, on 16 rows spread through it, against float64.
+- :func:`new_group`: the check's own process group, with the budget as its timeout. The check's collectives
+  never touch the job's group: they do not shift its sequence ids (which the hang forensics show), and a
+  collective a peer never matched leaves nothing behind on it; tearing the check's group down waits at most
+  the budget.
 - :func:`all_reduce`: each message size timed over a group (nccl-tests' algbw and busbw).
 - :func:`gather`: every rank's fixed-size record on every rank, in one ``all_gather``.
 
-Every collective is issued asynchronously and polled (:func:`finish`) until done or until the check's
+Every collective is issued asynchronously and polled (:meth:`Meeting.finish`) until done or until the check's
 :class:`~bootstrap.distributed.waits.Deadline` runs out, which raises :class:`Unfinished` naming the ranks
-that had not arrived: a rank that never enters the check costs the budget, never a hang. Before each
-collective a rank marks itself in the group's store, and the ranks without a mark are those named.
+that had not arrived: a rank that never enters the check costs the budget, never a hang. Before each step
+a rank marks itself in the job's store, and the ranks without a mark are those named.
 The tensors come from a generator of their own: the job's random streams are untouched.
 """
 
@@ -77,8 +81,9 @@ def compute(device: str, budget_s: float) -> ComputeResult:
         spent = time.perf_counter() - started
         if spent >= target or reps >= MAX_COMPUTE_REPS:
             break
-    reference = a[:CHECKED_ROWS].double() @ b.double()
-    error = compute_error(result[:CHECKED_ROWS], reference)
+    rows = torch.arange(0, n, n // CHECKED_ROWS, device=device)[:CHECKED_ROWS]  # every tile row band of the result
+    reference = a[rows].double() @ b.double()
+    error = compute_error(result[rows], reference, a[rows], b)
     precision = torch.get_float32_matmul_precision()
     del a, b, result, reference
     if kind == "cuda":
@@ -89,27 +94,51 @@ def compute(device: str, budget_s: float) -> ComputeResult:
 
 
 class Meeting:
-    """Where the ranks of one check mark themselves before each collective (the group's store), to name
-    those that never came when one does not finish."""
+    """Where the ranks of one check mark themselves before each step (the job's store), to name those that
+    never came when one does not finish. Use as a context manager: the store's timeout, which the marks bound by
+    the deadline, is the job's again afterwards (NCCL's later sub-groups wait through it)."""
 
     def __init__(self, store, key: str, rank: int, world_size: int, deadline: Deadline):
         self.store, self.key, self.rank, self.world_size, self.deadline = store, key, rank, world_size, deadline
+        self._timeout = store.timeout
+
+    def __enter__(self) -> "Meeting":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.store.set_timeout(self._timeout)
 
     def arrive(self, stage: str) -> None:
         self.deadline.bound(self.store).set(f"{self.key}/{stage}/here/{self.rank}", "")
+
+    def unfinished(self, stage: str, what: str) -> Unfinished:
+        """:class:`Unfinished` for ``stage``, naming the ranks that never marked themselves there."""
+        try:
+            absent, complete = absent_ranks(self.store, f"{self.key}/{stage}", self.world_size)
+        except RuntimeError:  # the store went with rank 0
+            absent, complete = Ranks(), False
+        return Unfinished(what, absent, complete, self.deadline.timeout_s)
 
     def finish(self, works: Sequence, stage: str, what: str) -> None:
         """Wait for ``works`` within the deadline; :class:`Unfinished` names the ranks absent from ``stage``."""
         while not all(work.is_completed() for work in works):
             if self.deadline.spent():
-                try:
-                    absent, complete = absent_ranks(self.store, f"{self.key}/{stage}", self.world_size)
-                except RuntimeError:  # the store went with rank 0
-                    absent, complete = Ranks(), False
-                raise Unfinished(what, absent, complete, self.deadline.timeout_s)
+                raise self.unfinished(stage, what)
             time.sleep(POLL_S)
         for work in works:
             work.wait()  # done: raises what the collective failed with, if it did
+
+
+def new_group(meeting: Meeting, ranks: Optional[List[int]], stage: str):
+    """A process group of ``ranks`` (None: the world) for the check alone, made by every rank of the world, with
+    what is left of the budget as its timeout."""
+    import torch.distributed as dist
+
+    meeting.arrive(stage)
+    try:
+        return dist.new_group(ranks, timeout=meeting.deadline.left())
+    except RuntimeError:  # a rank never came to make it: torch's store wait ran out
+        raise meeting.unfinished(stage, "making the check's process group") from None
 
 
 @dataclass
@@ -152,35 +181,24 @@ def all_reduce(meeting: Meeting, group, device: str, sizes_mb: Sequence[float], 
     return timed
 
 
-def gather(meeting: Meeting, record: bytes, device: str, stage: str) -> List[bytes]:
+def gather(meeting: Meeting, group, record: bytes, device: str, stage: str) -> List[bytes]:
     """Every rank's ``record`` (all of one size), in rank order."""
     import torch
     import torch.distributed as dist
 
-    world = dist.get_world_size()
     mine = torch.frombuffer(bytearray(record), dtype=torch.uint8).to(device)
-    everyone = torch.empty(world * len(record), dtype=torch.uint8, device=device)
+    everyone = [torch.empty_like(mine) for _ in range(dist.get_world_size(group))]
     meeting.arrive(stage)
-    meeting.finish([dist.all_gather_into_tensor(everyone, mine, async_op=True)], stage,
+    meeting.finish([dist.all_gather(everyone, mine, group=group, async_op=True)], stage,
                    "the gather of every rank's figures")
-    data = bytes(everyone.cpu().untyped_storage())  # no numpy: torch's CPU wheel does not need it
-    return [data[i * len(record):(i + 1) * len(record)] for i in range(world)]
+    return [bytes(tensor.cpu().untyped_storage()) for tensor in everyone]  # no numpy: torch's CPU wheel lacks it
 
 
-def node_groups(node_of_rank: Sequence[str], deadline: Deadline):
-    """One process group per node (every rank makes every group, in the same order); this rank's, or None when
-    every node holds one rank or the world is one node. Each waits for its ranks within ``deadline``."""
-    import torch.distributed as dist
-
+def node_members(node_of_rank: Sequence[str]) -> List[List[int]]:
+    """The ranks of each node, when there are several nodes and one holds more than one rank; else none."""
     members: dict = {}
     for rank, node in enumerate(node_of_rank):
         members.setdefault(node, []).append(rank)
     if len(members) < 2 or all(len(ranks) < 2 for ranks in members.values()):
-        return None, []
-    mine, made = None, []
-    for ranks in members.values():
-        group = dist.new_group(ranks, timeout=deadline.left())
-        made.append(group)
-        if dist.get_rank() in ranks:
-            mine = group
-    return mine, made
+        return []
+    return list(members.values())

@@ -13,7 +13,9 @@ only of the characters a network's name has.
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
@@ -79,23 +81,16 @@ def parse(text: str) -> Network:
     return found
 
 
-def log_files(directory: Path, pid: int) -> List[Path]:
-    """This process's NCCL logs in ``directory`` (NCCL cuts ``%h`` at the host's first dot)."""
-    try:
-        return sorted(path for path in directory.glob(f"nccl.*.{pid}.log"))[:MAX_NAMES]
-    except OSError:
-        return []
+def log_name(pid: int, host: Optional[str] = None) -> str:
+    """This process's NCCL log (``%h``: the host's name up to its first dot, as NCCL writes it): in a job
+    directory that several hosts share, a process on another host may have the same pid."""
+    return f"nccl.{(host or socket.gethostname()).split('.')[0]}.{pid}.log"
 
 
-def read(directory: Path, pid: int) -> Network:
-    """What this process's NCCL log says; raises :class:`~bootstrap.doors.inbound.Unreadable` when no log
-    could be read."""
-    files = log_files(directory, pid)
-    if not files:
-        raise inbound.Unreadable(f"no NCCL log {LOG_PATTERN.replace('%p', str(pid))} in the job's directory")
-    found = Network()
-    for path in files:
-        each = parse(inbound.read_log_head(path, MAX_LOG_BYTES))
-        found.names += [name for name in each.names if name not in found.names][:MAX_NAMES - len(found.names)]
-        found.provider = found.provider or each.provider
-    return found
+def read(directory: Path, pid: int, host: Optional[str] = None) -> Network:
+    """What this process's NCCL log says; raises :class:`~bootstrap.doors.inbound.Unreadable` when it cannot
+    be read."""
+    name = log_name(pid, host)
+    if not os.path.lexists(directory / name):
+        raise inbound.Unreadable(f"no NCCL log {name} in the job's directory")
+    return parse(inbound.read_log_head(directory / name, MAX_LOG_BYTES))

@@ -4,11 +4,11 @@ Every rank holds every rank's figures (one ``all_gather``) and runs :func:`judge
 reaches the same verdict and, under ``preflight.mode=error``, all stop together. The rules:
 
 - **faulty**: a rank whose matmul gave NaN or Inf, or an answer further from a float64 reference than its
-  precision allows (:func:`compute_error`), whatever its speed;
+  precision allows (:func:`compute_error`), whatever its speed, or that ran no matmul;
 - **slow**: a rank whose TFLOP/s is more than ``max_skew`` times below the median of the *other* ranks (with 2
   ranks the median of both would hide half the gap);
 - **floors**: a rank's TFLOP/s under ``min_tflops``, the world's bus bandwidth under ``min_busbw_gbps``, a
-  node's under ``min_node_busbw_gbps``; the network NCCL chose, when it is not the one expected.
+  node's under ``min_node_busbw_gbps``; the network NCCL chose on a rank, when it is not the one expected.
 """
 
 from __future__ import annotations
@@ -24,12 +24,14 @@ from bootstrap.preflight.figures import Compute, RankFigures
 
 MAX_NAMED = 8  # ranks a finding names with their figures; the rest are counted
 
-# How far a matmul's result may be from a float64 reference, as the relative Frobenius error of a slice,
-# for the precision torch.set_float32_matmul_precision set. Rounding costs about the unit roundoff of the
-# inputs' format (fp32 2**-24, TF32 2**-11, bf16 2**-8) times a small factor: the tolerances leave 20x or
-# more above what rounding does, and sit far below what a wrong answer (a flipped bit in an exponent, a
-# garbage tile) does.
-TOLERANCE = {"highest": 1e-4, "high": 1e-2, "medium": 5e-2}
+# How far one element of a matmul's result may be from a float64 reference, scaled by the norms of its row of
+# A and its column of B (|c - c64| / (|a_i| |b_j|): rounding each product's inputs costs at most about the
+# format's unit roundoff, fp32 2**-24, TF32 2**-11, bf16 2**-8), for the precision that
+# torch.set_float32_matmul_precision set. Measured with random normal inputs, n = 512 to 2048: fp32 7e-8,
+# TF32 (inputs rounded to 10 bits) 5e-5, bf16 5e-4. The tolerances sit 10x to 150x above that; one element
+# doubled or of the wrong sign costs about |c| / (|a_i| |b_j|) ~ 0.7 / sqrt(n), 7.5e-3 at n = 8192, above
+# the TF32 tolerance, and a flipped exponent bit or a garbage tile far more.
+TOLERANCE = {"highest": 1e-5, "high": 1e-3, "medium": 5e-3}
 
 
 class Status:
@@ -57,16 +59,15 @@ class Floors:
     min_node_busbw_gbps: Optional[float] = None
 
 
-def compute_error(result, reference) -> float:
-    """The relative Frobenius error of ``result`` against ``reference`` (tensors of one shape); inf when
-    the result holds NaN or Inf."""
+def compute_error(result, reference, a_rows, b) -> float:
+    """The largest error of an element of ``result`` (rows of A @ B) against ``reference`` (the same in float64),
+    scaled by the norms of its row of A (``a_rows``) and its column of ``b``; inf when it holds NaN or Inf."""
     import torch
 
-    result = result.to(reference.dtype)
     if not bool(torch.isfinite(result).all()):
         return float("inf")
-    norm = float(torch.linalg.vector_norm(reference))
-    return float(torch.linalg.vector_norm(result - reference)) / norm if norm > 0 else 0.0
+    scale = torch.linalg.vector_norm(a_rows.double(), dim=1)[:, None] * torch.linalg.vector_norm(b.double(), dim=0)
+    return float(((result.double() - reference).abs() / scale.clamp_min(1e-300)).max())
 
 
 def compute_verdict(error: float, precision: str) -> Compute:
@@ -147,6 +148,21 @@ def _low_compute(figures: Sequence[RankFigures], floor: Optional[float], device:
                                   f"{why}", [r.rank for r in low[:MAX_NAMED]])]
 
 
+def _network(figures: Sequence[RankFigures], expected: Optional[str]) -> List[Finding]:
+    """Ranks whose NCCL chose another network than ``preflight.network`` expects (a rank whose log could not be
+    read says nothing: its own report says why)."""
+    if expected in (None, "any"):
+        return []
+    wrong = [r for r in figures if r.network is not None and r.network != expected]
+    if not wrong:
+        return []
+    text = _named(wrong, lambda r: f" NCCL uses {r.network}")
+    return [Finding("network", f"{text}, and {PRESET}.preflight.network={expected} expects {expected}: NCCL fell back "
+                               "after its plugin or device was not found; read the 'NET/' lines of its log "
+                               "(nccl.<host>.<pid>.log in the job's directory), and set NCCL_NET so that it fails "
+                               "instead of falling back", [r.rank for r in wrong[:MAX_NAMED]])]
+
+
 def _network_advice(backend: str) -> str:
     if backend == "nccl":
         return ("NCCL may be using sockets: set NCCL_NET (e.g. NCCL_NET=IB) so that it fails instead of falling "
@@ -194,13 +210,13 @@ def _low_nodes(figures: Sequence[RankFigures], floor: Optional[float], backend: 
 
 
 def judge(figures: Sequence[RankFigures], floors: Floors, max_skew: float, device: str, backend: str,
-          extra: Sequence[Finding] = (), key: str = "env") -> List[Finding]:
+          network: Optional[str] = None, extra: Sequence[Finding] = (), key: str = "env") -> List[Finding]:
     """Every finding the world's ``figures`` show, faulty ones first, each one clean line naming the preset as
-    ``key``; ``extra``: findings made elsewhere (the network NCCL chose, a collective that did not finish). The
-    same on every rank, given the same figures."""
+    ``key``; ``network``: the one NCCL must choose (``preflight.network``); ``extra``: findings made elsewhere (a
+    collective that did not finish). The same on every rank, given the same figures."""
     found = [*_faulty(figures), *_low_compute(figures, floors.min_tflops, device), *_slow(figures, max_skew),
              *_low_world(figures, floors.min_busbw_gbps, backend),
-             *_low_nodes(figures, floors.min_node_busbw_gbps, backend), *extra]
+             *_low_nodes(figures, floors.min_node_busbw_gbps, backend), *_network(figures, network), *extra]
     for finding in found:
         finding.message = outbound.finding(finding.message.replace(PRESET, key))
     return sorted(found, key=lambda finding: not finding.faulty)

@@ -181,11 +181,12 @@ def test_two_torchrun_nodes_with_the_c10d_rendezvous(tmp_path, per_node):
         # so that a slow node is told apart from a slow network; a node of one rank has nothing to time.
         check = report["preflight"]
         node_figures = [r["node_busbw_gbps"] for r in check["ranks"]]
+        node_findings = [f for f in check["findings"] if f["kind"] == "min_node_busbw_gbps"]  # not the CPUs' noise
         if per_node == 1:
-            assert node_figures == [None] * len(node_figures) and check["findings"] == []
+            assert node_figures == [None] * len(node_figures) and node_findings == []
         else:
             assert all(figure > 0 for figure in node_figures), check["ranks"]
-            (finding,) = check["findings"]
-            assert finding["kind"] == "min_node_busbw_gbps" and finding["ranks"] == [0, 2]
+            (finding,) = node_findings
+            assert finding["ranks"] == [0, 2]
             assert re.search(r"ranks 0, 1 on \S+ [0-9.]+ GB/s, ranks 2, 3 on ", finding["message"])
     assert_trained_together(runs)

@@ -98,13 +98,13 @@ def test_a_rank_that_never_enters_the_check_is_named_within_the_budget(tmp_path)
     proc, reports, took = _torchrun(tmp_path, "env.preflight.mode=error", "env.preflight.seconds=3",
                                     "env.distributed.agree=off", "env.distributed.timeout_s=20",
                                     rank1_args="env.preflight.mode=off stall_s=120")
-    assert proc.returncode != 0 and took < 100  # never the 120 s stall: the group's own timeout at most
+    assert proc.returncode != 0 and took < 60  # never the 120 s stall, nor the group's 20 s timeout on top
     check = reports[0]["preflight"]
     (finding,) = check["findings"]
     assert (check["status"], finding["kind"], finding["ranks"]) == ("faulty", "unfinished", [1])
-    assert finding["message"].startswith("the all_reduce of 1 MB did not finish within env.preflight.seconds=3: "
-                                         "rank 1 had not arrived")
-    assert check["seconds"] < 3 + 2  # the finding came within the budget (the teardown waits on gloo)
+    assert finding["message"].startswith("making the check's process group did not finish within "
+                                         "env.preflight.seconds=3: rank 1 had not arrived")
+    assert check["seconds"] < 3 + 2  # the finding came within the budget
     assert reports[0]["job"]["status"] == "check_failed" and reports[1]["preflight"]["status"] == "skipped"
 
 
@@ -122,6 +122,6 @@ def test_a_lone_cpu_debug_job_skips_the_check(run_stub):
 
 
 def test_the_stub_under_torchrun_records_the_check(tmp_path):
-    proc, reports, _ = _torchrun(tmp_path, "train.steps=2", script=STUB)
+    proc, reports, _ = _torchrun(tmp_path, "train.steps=2", script=STUB)  # pinned apart, each to its own core
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert [r["preflight"]["status"] for r in reports] == ["ok", "ok"]

@@ -49,8 +49,8 @@ def test_two_communicators_on_two_networks_match_no_single_expectation():
     assert found.names == ["IB", "Socket"] and found.text == "IB + Socket" and not found.matches("ib")
 
 
-def _job_dir(tmp_path, body: bytes, pid: int = os.getpid()) -> Path:
-    (tmp_path / f"nccl.host.{pid}.log").write_bytes(body)
+def _job_dir(tmp_path, body: bytes, pid: int = os.getpid(), host=None) -> Path:
+    (tmp_path / nccl_log.log_name(pid, host)).write_bytes(body)
     return tmp_path
 
 
@@ -75,17 +75,19 @@ def test_only_the_head_of_a_long_log_is_read(tmp_path):
 def test_no_log_a_directory_or_a_fifo_is_unreadable_not_a_hang(tmp_path):
     with pytest.raises(Unreadable, match="no NCCL log"):
         nccl_log.read(tmp_path, os.getpid())
-    (tmp_path / f"nccl.h.{os.getpid()}.log").mkdir()
+    (tmp_path / nccl_log.log_name(os.getpid())).mkdir()
     with pytest.raises(Unreadable, match="not a regular file"):
         nccl_log.read(tmp_path, os.getpid())
     fifo_dir = tmp_path / "fifo"
     fifo_dir.mkdir()
-    os.mkfifo(fifo_dir / f"nccl.h.{os.getpid()}.log")  # opening it would block until a writer came
+    os.mkfifo(fifo_dir / nccl_log.log_name(os.getpid()))  # opening it would block until a writer came
     with pytest.raises(Unreadable, match="not a regular file"):
         nccl_log.read(fifo_dir, os.getpid())
 
 
 def test_another_process_s_log_is_not_this_one_s(tmp_path):
     _job_dir(tmp_path, b"h NCCL INFO Using network Socket\n", pid=os.getpid() + 1)
+    _job_dir(tmp_path, b"h NCCL INFO Using network Socket\n", host="another-host.example")  # same pid, elsewhere
     with pytest.raises(Unreadable):
-        nccl_log.read(tmp_path, os.getpid())
+        nccl_log.read(tmp_path, os.getpid(), host="this-host.example")
+    assert nccl_log.read(tmp_path, os.getpid(), host="another-host").names == ["Socket"]  # NCCL's %h: to the dot

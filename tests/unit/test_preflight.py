@@ -24,41 +24,48 @@ def _rank(rank, tflops, host=None, busbw=None, node_busbw=None, compute=Compute.
 @pytest.fixture(scope="module")
 def product():
     generator = torch.Generator().manual_seed(1)
-    a, b = torch.randn(64, 256, generator=generator), torch.randn(256, 256, generator=generator)
-    return a @ b, a.double() @ b.double()
+    a, b = torch.randn(16, 1024, generator=generator), torch.randn(1024, 1024, generator=generator)
+    return a @ b, a.double() @ b.double(), a, b
 
 
 def test_float32_rounding_is_not_faulty(product):
-    result, reference = product
-    error = verdict.compute_error(result, reference)
+    result, reference, a, b = product
+    error = verdict.compute_error(result, reference, a, b)
     assert 0 < error < verdict.TOLERANCE["highest"] / 20  # real rounding, far inside the tolerance
     assert verdict.compute_verdict(error, "highest") is Compute.OK
 
 
-def test_bfloat16_rounding_passes_under_medium_and_fails_under_highest(product):
-    result, reference = product
-    rounded = (result.bfloat16() @ torch.eye(256).bfloat16()).float()  # a product rounded as bf16 would be
-    error = verdict.compute_error(rounded, reference)
+def test_bfloat16_and_tf32_rounding_pass_at_their_precision_only(product):
+    _, reference, a, b = product
+    rounded = a.bfloat16().float() @ b.bfloat16().float()  # the inputs as a bf16 matmul rounds them
+    error = verdict.compute_error(rounded, reference, a, b)
     assert verdict.compute_verdict(error, "medium") is Compute.OK
     assert verdict.compute_verdict(error, "highest") is Compute.WRONG
+
+    def tf32(x):  # round to nearest at 10 bits of mantissa, as TF32 tensor cores take their inputs
+        return ((x.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+
+    error = verdict.compute_error(tf32(a) @ tf32(b), reference, a, b)
+    assert verdict.compute_verdict(error, "high") is Compute.OK and error > verdict.TOLERANCE["highest"]
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_a_nan_or_inf_is_faulty(product, bad):
-    result, reference = product
+    result, reference, a, b = product
     broken = result.clone()
     broken[3, 7] = bad
-    assert verdict.compute_error(broken, reference) == float("inf")
-    assert verdict.compute_verdict(verdict.compute_error(broken, reference), "high") is Compute.NOT_FINITE
+    assert verdict.compute_error(broken, reference, a, b) == float("inf")
+    assert verdict.compute_verdict(verdict.compute_error(broken, reference, a, b), "high") is Compute.NOT_FINITE
 
 
-def test_an_answer_off_by_more_than_the_tolerance_is_faulty(product):
-    result, reference = product
+@pytest.mark.parametrize("spoil", [lambda x: x * 2, lambda x: -x, lambda x: x + 1e3],
+                         ids=["an element doubled", "an element of the wrong sign", "a garbage element"])
+def test_one_wrong_element_is_faulty_even_at_tf32_tolerance(product, spoil):
+    result, reference, a, b = product
     broken = result.clone()
-    broken[0:4, 0:4] *= 1.5  # a bad tile: finite, plausible, wrong
-    error = verdict.compute_error(broken, reference)
-    assert verdict.TOLERANCE["high"] < error < 1
-    assert verdict.compute_verdict(error, "high") is Compute.WRONG
+    row, column = divmod(int(reference.abs().argmax()), reference.shape[1])  # an element large enough to matter
+    broken[row, column] = spoil(broken[row, column])
+    assert verdict.compute_verdict(verdict.compute_error(broken, reference, a, b), "high") is Compute.WRONG
 
 
 # -- who is slow ---------------------------------------------------------------------------------------
@@ -128,6 +135,17 @@ def test_a_slow_node_is_told_apart_from_a_slow_network():
     assert "ranks 4-7 on n1 9 GB/s" in found[0].message and "nvidia-smi topo -m" in found[0].message
 
 
+def test_ranks_on_another_network_than_expected_are_named_by_every_rank_alike():
+    world = [_rank(r, 300.0, host=f"n{r // 2}") for r in range(4)]
+    for rank, network in zip(world, ["ib", "ib", "socket", None], strict=True):
+        rank.network = network  # rank 3's log could not be read: no evidence either way
+    found = verdict.judge(world, Floors(), 1.5, "cuda", "nccl", network="ib")
+    assert [(f.kind, f.ranks) for f in found] == [("network", [2])]
+    assert "rank 2 (n1) NCCL uses socket, and env.preflight.network=ib expects ib" in found[0].message
+    assert "set NCCL_NET" in found[0].message
+    assert verdict.judge(world, Floors(), 1.5, "cuda", "nccl", network="any") == []
+
+
 def test_faulty_comes_first_and_sets_the_status():
     world = [_rank(0, 0.01), _rank(1, 0.08, compute=Compute.NOT_FINITE), _rank(2, 0.08)]
     found = verdict.judge(world, Floors(), 2.0, "cpu", "gloo")
@@ -138,6 +156,7 @@ def test_faulty_comes_first_and_sets_the_status():
 # -- the records ranks send each other ----------------------------------------------------------------
 def test_a_record_travels_intact():
     sent = _rank(5, 0.5, host="gpu-a", busbw=12.5, node_busbw=None, compute=Compute.WRONG, node_rank=3)
+    sent.network = "socket"
     assert figures.unpack(5, figures.pack(sent)) == sent
     assert len(figures.pack(sent)) == figures.LAYOUT.size
 
@@ -149,9 +168,9 @@ def test_a_record_of_the_wrong_size_is_a_rank_that_measured_nothing(data):
 
 
 def test_a_hostile_record_is_read_within_its_bounds():
-    record = figures.LAYOUT.pack(-9, 77, float("nan"), -4.0, float("inf"), b"evil\nhost\x1b[31m" + b"\0" * 40)
+    record = figures.LAYOUT.pack(-9, 77, 200, float("nan"), -4.0, float("inf"), b"evil\nhost\x1b[31m" + b"\0" * 40)
     got = figures.unpack(1, record)
-    assert got.compute is Compute.NOT_RUN and got.node_rank == 0
+    assert got.compute is Compute.NOT_RUN and got.node_rank == 0 and got.network is None
     assert (got.tflops, got.busbw_gbps, got.node_busbw_gbps) == (None, None, None)
     assert "\n" not in got.host and "\x1b" not in got.host and got.host.startswith("'evil\\nhost")
 
@@ -221,7 +240,7 @@ def test_only_a_collective_that_did_not_finish_stops_a_job_under_warn():
                                                  findings=[bootstrap.doors.records.PreflightFinding(kind=kind,
                                                                                                     message="m")])
     assert preflight_step.refusal(record("warn", "slow"), "env") is None
-    assert "cannot be used" in preflight_step.refusal(record("warn", "unfinished"), "env")
+    assert "would not take part in training either" in preflight_step.refusal(record("warn", "unfinished"), "env")
     assert "env.preflight.mode=warn" in preflight_step.refusal(record("error", "slow"), "env")
 
 
@@ -301,3 +320,19 @@ def test_an_unfinished_collective_names_who_had_not_arrived_or_why_it_cannot():
     assert "could not be read" in gone.message and "every rank had arrived" not in gone.message
     slow = check._unfinished(Unfinished("the gather", Ranks(), True, 3))
     assert "every rank had arrived: the network is far slower" in slow.message
+
+
+def test_the_check_runs_on_a_group_of_its_own_and_leaves_the_job_s_store_as_it_was():
+    import datetime
+
+    import torch.distributed as dist
+
+    preset = {"distributed": {"init": "always", "timeout_s": 321}, "preflight": {"min_tflops": 0.0001, "seconds": 2}}
+    with bootstrap.initialize(preset) as session:
+        store = dist.distributed_c10d._get_default_store()
+        # a 1-rank group's in-memory store keeps its own default, not what was left of the check's 2 s
+        assert store.timeout == datetime.timedelta(seconds=300)
+        check_record = session.report.preflight
+        assert check_record.status == "ok" and check_record.collective[0].reps == 5
+        assert dist.get_world_size() == 1 and len(dist.distributed_c10d._world.pg_map) == 1  # the check's is gone
+    assert not dist.is_initialized()

@@ -166,10 +166,11 @@ def _peer_figures(sweep: Path) -> str:
     from bootstrap.preflight import check, figures, verdict
 
     hostile_host = f"h\n{FORGED} password={PLANTED['preflight']}".encode()
-    sent = [figures.LAYOUT.pack(0, 0, 1.0, 1.0, -1.0, hostile_host), figures.LAYOUT.pack(0, 0, 0.01, 1.0, -1.0, b"b"),
-            b"\xff" * 3, figures.LAYOUT.pack(2**40, 9, float("nan"), -2.0, 1e308, b"\x1b[2J" * 30)]
+    sent = [figures.LAYOUT.pack(0, 0, 1, 1.0, 1.0, -1.0, hostile_host),
+            figures.LAYOUT.pack(0, 0, 3, 0.01, 1.0, -1.0, b"b"), b"\xff" * 3,
+            figures.LAYOUT.pack(2**40, 9, 99, float("nan"), -2.0, 1e308, b"\x1b[2J" * 30)]
     world = [figures.unpack(rank, data) for rank, data in enumerate(sent)]
-    found = verdict.judge(world, verdict.Floors(min_tflops=5, min_busbw_gbps=9), 2.0, "cuda", "nccl")
+    found = verdict.judge(world, verdict.Floors(min_tflops=5, min_busbw_gbps=9), 2.0, "cuda", "nccl", network="ib")
     record = check.records.Preflight(status=verdict.status(found))
     check._summarise(record, world, world[0], found)
     return "\n".join(f.message for f in found) + "\n" + outbound.to_json(record.to_json())
@@ -179,9 +180,9 @@ def _nccl_network(sweep: Path) -> str:
     """NCCL's log, another program's text (bootstrap.preflight.nccl_log)."""
     from bootstrap.preflight import nccl_log
 
-    log = sweep / f"nccl.h.{12345}.log"
+    log = sweep / nccl_log.log_name(12345, "h")
     log.write_bytes(f"NCCL INFO Using network IB\n{FORGED}\nNCCL INFO Using network Sock\x1bet\n".encode())
-    found = nccl_log.read(sweep, 12345)
+    found = nccl_log.read(sweep, 12345, "h")
     return f"{found.text} {found.kind}"
 
 

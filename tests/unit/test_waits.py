@@ -49,8 +49,9 @@ WAITS = {
     ("bootstrap/preflight/measure.py", "time.sleep"): "POLL_S, looping until the preflight's Deadline(seconds)",
     ("bootstrap/preflight/measure.py", "work.wait"): "only once work.is_completed(): no wait",
     ("bootstrap/preflight/measure.py", "dist.new_group"): "timeout=what is left of the preflight's Deadline",
+    ("bootstrap/preflight/check.py", "measure.new_group"): "what is left of the preflight's Deadline",
     ("bootstrap/preflight/check.py", "dist.destroy_process_group"):
-        "local after a finished collective; after one a peer never matched, the group's timeout_s (gloo)",
+        "the check's own group: after a collective a peer never matched, its timeout, what was left of the budget",
 }
 _BLOCKING = {"wait", "join", "sleep", "TCPStore", "init_process_group", "init_device_mesh", "multi_get",
              "compare_set", "barrier", "new_group", "run_interruptibly", "destroy_process_group", "wait_for_dumps",
