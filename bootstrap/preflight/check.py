@@ -79,8 +79,10 @@ def skipped_because(request: Request) -> Optional[str]:
     if request.mode == "off":
         return f"{PRESET}.preflight.mode=off"
     if not (request.compares or request.has_floor or request.network is not None or request.always):
-        return ("one process and no floor: nothing to compare with (set "
-                f"{PRESET}.preflight.min_tflops to check this machine alone)")
+        alone = "one process" if request.world_size == 1 else \
+            f"no process group yet (a framework makes it later, or {PRESET}.distributed.init=never)"
+        return (f"{alone} and no floor: nothing to compare with (set {PRESET}.preflight.min_tflops to check "
+                "this machine alone)")
     return None
 
 

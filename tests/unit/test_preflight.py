@@ -336,3 +336,10 @@ def test_the_check_runs_on_a_group_of_its_own_and_leaves_the_job_s_store_as_it_w
         assert check_record.status == "ok" and check_record.collective[0].reps == 5
         assert dist.get_world_size() == 1 and len(dist.distributed_c10d._world.pg_map) == 1  # the check's is gone
     assert not dist.is_initialized()
+
+
+def test_a_rank_of_a_world_without_a_group_says_why_it_skips():
+    record = check.run(check.Request(mode="warn", seconds=5, max_skew=2, world_size=2, rank=1, key="cfg.env"))
+    assert record.status == "skipped"
+    assert record.note.startswith("no process group yet (a framework makes it later, or "
+                                  "cfg.env.distributed.init=never)")
