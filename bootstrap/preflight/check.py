@@ -108,7 +108,8 @@ def run(request: Request) -> records.Preflight:
             extra.append(Finding("unfinished", f"the check's collectives failed: {error}: a rank left during the "
                                                "check (crashed or stopped)?"))
     else:
-        notes.append("one process: no collective")
+        notes.append("one process: no collective" if request.world_size == 1 else
+                     "no process group yet: this rank's matmul against the floors only, no collective")
     if request.backend != "nccl":
         notes.append(f"no NCCL ({request.backend or 'no process group'}): the network it chose is not read")
     findings = judge(world, request.floors, request.max_skew, request.device.split(":")[0], request.backend or "",
