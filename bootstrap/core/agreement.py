@@ -261,13 +261,14 @@ def outcome(reference: Mapping[str, str], reference_host: str, odd: Sequence[Any
                              message=message(found, odd, odd_count, world_size, reference_host, more))
 
 
-def run_key(environ: Mapping[str, str], launch: Any, number: int) -> str:
+def run_key(environ: Mapping[str, str], launch: Any, number: int, prefix: Optional[str] = None) -> str:
     """One store key per check: the run, the restart, and the check's number in this process (each job of
-    a one-process sweep checks again, in the same order on every rank)."""
+    a one-process sweep checks again, in the same order on every rank). ``prefix``: the check's (default: this
+    comparison's)."""
     from bootstrap.distributed.agree_store import PREFIX
 
     run = environ.get("TORCHELASTIC_RUN_ID") or launch.job_id or "run"
-    return f"{PREFIX}/{run}/{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{number}"
+    return f"{prefix or PREFIX}/{run}/{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{number}"
 
 
 _checks = [0]  # checks made by this process

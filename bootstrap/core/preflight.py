@@ -1,5 +1,5 @@
 """The preflight check as a step of a job's start: its request from the preset and the plan, and whether its
-record stops the job. The check itself is :mod:`bootstrap.preflight.check`."""
+record stops the job. The check itself is :mod:`bootstrap.preflight.check`, loaded only when a check runs."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from typing import Any, Optional
 from bootstrap.core.plan import Plan
 from bootstrap.core.schema import EnvConfig
 from bootstrap.doors import records
-from bootstrap.preflight import check
-from bootstrap.preflight.verdict import Floors
+from bootstrap.preflight.request import PREFIX, Floors, Request, message, planned, skipped_because, stops
 
 _checks = [0]  # checks made by this process: each job of a one-process sweep checks again, in the same order
 
@@ -30,8 +29,8 @@ def _budget(preset: EnvConfig) -> float:
     return min(preset.preflight.seconds, preset.distributed.timeout_s)
 
 
-def request(preset: EnvConfig, plan: Plan, device: str, group: Any, key: str, always: bool = False) -> check.Request:
-    from bootstrap.core.agreement import host
+def request(preset: EnvConfig, plan: Plan, device: str, group: Any, key: str, always: bool = False) -> Request:
+    from bootstrap.core.agreement import host, run_key
     from bootstrap.distributed.group import GroupState
 
     wanted, launch = preset.preflight, plan.launch
@@ -42,17 +41,22 @@ def request(preset: EnvConfig, plan: Plan, device: str, group: Any, key: str, al
     if device.split(":")[0] != preset.device.value:  # on_mismatch=warn let a GPU preset run on the CPU
         floors, network = Floors(), None
         note = f"the floors are for {preset.device.value}, and this job runs on {device}: the ranks compared only"
-    return check.Request(
+    return Request(
         mode=wanted.mode.value, seconds=_budget(preset), max_skew=wanted.max_skew, floors=floors, note=note,
         sizes_mb=tuple(wanted.sizes_mb), network=network, device=device,
         backend=backend, rank=launch.rank, world_size=launch.world_size, node_rank=launch.node_rank, host=host(),
         nccl_log_dir=Path(plan.nccl_log_dir) if plan.nccl_log_dir else None,
-        store_key=check.store_key(os.environ, launch.job_id, _checks[0]), key=key, always=always)
+        store_key=run_key(os.environ, launch, _checks[0], PREFIX), key=key, always=always)
 
 
 def run(preset: EnvConfig, plan: Plan, device: str, group: Any, key: str, always: bool = False) -> records.Preflight:
-    """This rank's check (see :mod:`bootstrap.preflight.check`)."""
-    return check.run(request(preset, plan, device, group, key, always))
+    """This rank's check (see :mod:`bootstrap.preflight.check`); a skipped one loads none of it."""
+    wanted = request(preset, plan, device, group, key, always)
+    if skipped_because(wanted):
+        return planned(wanted)
+    from bootstrap.preflight import check
+
+    return check.run(wanted)
 
 
 def attach(report: records.Report, record: Optional[records.Preflight]) -> None:
@@ -66,4 +70,4 @@ def attach(report: records.Report, record: Optional[records.Preflight]) -> None:
 
 def refusal(record: records.Preflight, key: str) -> Optional[str]:
     """The message the job stops with, or None when the record lets it train."""
-    return check.message(record, key) if check.stops(record) else None
+    return message(record, key) if stops(record) else None

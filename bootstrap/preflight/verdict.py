@@ -21,6 +21,7 @@ from bootstrap.distributed.ranks import Ranks
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import PRESET
 from bootstrap.preflight.figures import Compute, RankFigures
+from bootstrap.preflight.request import Floors
 
 MAX_NAMED = 8  # ranks a finding names with their figures; the rest are counted
 
@@ -50,13 +51,6 @@ class Finding:
     @property
     def faulty(self) -> bool:
         return self.kind in ("faulty", "unfinished")
-
-
-@dataclass(frozen=True)
-class Floors:
-    min_tflops: Optional[float] = None
-    min_busbw_gbps: Optional[float] = None
-    min_node_busbw_gbps: Optional[float] = None
 
 
 def compute_error(result, reference, a_rows, b) -> float:
