@@ -2,7 +2,7 @@
 all-reduces three times, then the task raises. The dump must land in the job's directory with the
 three NCCL collectives, the report must say where, and `bootstrap hang` must read it.
 
-    python bench/gpu_flight_recorder.py OUT_DIR [PRESET]
+    python bench/gpu_flight_recorder.py OUT_DIR [PRESET [OVERRIDE ...]]
 
 PRESET defaults to h100 (NCCL); the test suite runs the same check with cpu_debug (gloo).
 """
@@ -21,9 +21,9 @@ from bootstrap.doors import records
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def main(out: Path, preset: str = "h100") -> int:
+def main(out: Path, preset: str = "h100", *overrides: str) -> int:
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[f"env={preset}", "env.distributed.init=always"])
+        cfg = compose(config_name="config", overrides=[f"env={preset}", "env.distributed.init=always", *overrides])
     backend = "nccl" if cfg.env.device == "cuda" else "gloo"
     try:
         with bootstrap.initialize(cfg.env, name=preset, output_dir=out) as session:
@@ -49,4 +49,4 @@ def main(out: Path, preset: str = "h100") -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]), *sys.argv[2:3]))
+    sys.exit(main(Path(sys.argv[1]), *sys.argv[2:]))

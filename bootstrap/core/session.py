@@ -217,6 +217,10 @@ class Session:
         found, checks = None, []
         try:
             self._changes.guard.install()  # first: a signal during start-up (a rendezvous) ends the job restored
+            if self.output_dir is not None and (plan.nccl_log_dir or plan.dump_dir):
+                # NCCL opens its log, and its watchdog its dump, in the job's directory: with no such
+                # directory NCCL writes its log to the terminal (seen on an H200) and the dump is lost.
+                outbound.make_directory(self.output_dir)
             environ.apply_vars(plan.vars)
             runtime.apply_late_values()
             # Detect after the variables are set: on a GPU, reading the compute capability

@@ -58,12 +58,25 @@ def _pg_config() -> Dict[str, dict]:
     return config
 
 
+def merged(cpu: dict, nccl: Optional[dict]) -> dict:
+    """One dump of torch's two recorders. gloo's collectives are in the CPU recorder (``_dump_fr_trace``);
+    NCCL's are in a recorder of their own, which only ``_dump_nccl_trace`` returns (seen on an H200 with
+    torch 2.11: ``_dump_fr_trace`` held none of a NCCL group's all_reduces)."""
+    if not nccl:
+        return cpu
+    entries = sorted([*cpu.get("entries", []), *nccl.get("entries", [])], key=lambda e: e.get("time_created_ns", 0))
+    return {**cpu, **nccl, "entries": entries}
+
+
 def dump(dump_dir: Path, rank: int, world_size: int, reason: str, since_ns: int) -> Optional[Path]:
     """Write this rank's recorder (entries created since ``since_ns``: this job's) to
     ``<dump_dir>/comm_lib_trace_rank_<rank>``, atomically, with the permissions the umask gives (as
     reports: a teammate's ``bootstrap hang`` must be able to read it); None when there is nothing to write."""
     dumped_ns = time.time_ns()  # before the dump itself: its first call symbolises stacks (about a second)
-    raw = pickle.loads(torch._C._distributed_c10d._dump_fr_trace(True, True, False))
+    c10d = torch._C._distributed_c10d
+    nccl_dump = getattr(c10d, "_dump_nccl_trace", None)  # CUDA builds only
+    raw = merged(pickle.loads(c10d._dump_fr_trace(True, True, False)),
+                 pickle.loads(nccl_dump(True, True, False)) if nccl_dump is not None else None)
     entries = [e for e in raw.get("entries", []) if e.get("time_created_ns", 0) >= since_ns]
     if not entries:
         return None

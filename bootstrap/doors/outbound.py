@@ -258,6 +258,11 @@ def file_mode() -> int:
     return 0o666 & ~umask
 
 
+def make_directory(path: Path) -> None:
+    """The job's directory, before anything (NCCL, torch's watchdog) is pointed at files in it."""
+    Path(path).mkdir(parents=True, exist_ok=True)
+
+
 def write_bytes(path: Path, data: bytes, *, prefix: Optional[str] = None, suffix: str = "") -> None:
     """Write ``data`` to a temporary file beside ``path``, then rename: readers never see half a file.
 

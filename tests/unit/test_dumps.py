@@ -491,3 +491,17 @@ def test_a_dump_is_written_with_the_permissions_the_umask_gives(tmp_path, umask,
     assert [p.name for p in (tmp_path / "run").iterdir()] == [name(0)]  # no temporary file left
     dump = dumps.read(path)
     assert dump.reason == "test" and [e.op for e in dump.entries] == ["all_reduce"]
+
+
+# -- NCCL's collectives are in a recorder of their own ----------------------------------------------
+def test_a_dump_merges_the_nccl_recorder_with_the_cpu_one_in_time_order():
+    from bootstrap.distributed import flightrec
+
+    cpu = {"version": "2.10", "entries": [{"time_created_ns": 2, "profiling_name": "gloo:barrier"}], "pg_status": {}}
+    nccl = {"version": "2.10", "entries": [{"time_created_ns": 1, "profiling_name": "nccl:all_reduce"},
+                                           {"time_created_ns": 3, "profiling_name": "nccl:all_reduce"}],
+            "nccl_comm_state": {"0": {}}}
+    both = flightrec.merged(cpu, nccl)
+    assert [e["time_created_ns"] for e in both["entries"]] == [1, 2, 3]
+    assert "nccl_comm_state" in both and "pg_status" in both
+    assert flightrec.merged(cpu, None) is cpu and flightrec.merged(cpu, {}) is cpu
