@@ -265,10 +265,11 @@ def run_key(environ: Mapping[str, str], launch: Any, number: int, prefix: Option
     """One store key per check: the run, the restart, and the check's number in this process (each job of
     a one-process sweep checks again, in the same order on every rank). ``prefix``: the check's (default: this
     comparison's)."""
-    from bootstrap.distributed.agree_store import PREFIX
+    if prefix is None:  # the store's module loads only where ranks meet in a store, not for a lone process's key
+        from bootstrap.distributed.agree_store import PREFIX as prefix
 
     run = environ.get("TORCHELASTIC_RUN_ID") or launch.job_id or "run"
-    return f"{prefix or PREFIX}/{run}/{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{number}"
+    return f"{prefix}/{run}/{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{number}"
 
 
 _checks = [0]  # checks made by this process

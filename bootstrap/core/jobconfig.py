@@ -28,10 +28,13 @@ def typed_overrides(config: DictConfig) -> List[str]:
 
     # Hydra files overrides of `hydra.*` keys apart, the callback form's among them
     # (`+env@hydra.callbacks.bootstrap.env=h100`, `hydra.callbacks.bootstrap.env.threads.intra_op=1`).
+    # A key and a package stand in the text as typed: one that does not hold the callback's key is not parsed
+    # (Hydra's parser takes about a millisecond an override, and each job of a sweep has its own).
     callback = presets.CALLBACK_KEY
     return listed("hydra.overrides.task") + [
         text for text in listed("hydra.overrides.hydra")
-        if (o := overrides.split(text)).key.startswith(callback) or o.package.startswith(callback)]
+        if callback in text
+        and ((o := overrides.split(text)).key.startswith(callback) or o.package.startswith(callback))]
 
 
 def find_preset(config: DictConfig, config_key: Optional[str] = None) -> Tuple[str, Any]:
@@ -138,7 +141,8 @@ def _thread_vars(typed: List[str], key: str) -> frozenset:
     variables derived from it win over the shell and the launcher as it does, so torch, OpenMP and
     MKL agree (Ray exports OMP_NUM_THREADS=1 in every worker). ``auto`` is no count: the user's own
     OMP_NUM_THREADS still feeds it."""
-    given = [o for o in map(overrides.split, typed) if o.key == f"{key}.threads.intra_op" and o.prefix != "~"]
+    name = f"{key}.threads.intra_op"
+    given = [o for o in map(overrides.split, (t for t in typed if name in t)) if o.key == name and o.prefix != "~"]
     if given and given[-1].value not in (None, "auto"):
         return frozenset({"OMP_NUM_THREADS", "MKL_NUM_THREADS"})
     return frozenset()

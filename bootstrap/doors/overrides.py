@@ -6,7 +6,8 @@ names given as ``env.vars.NAME=...``, the ``+`` a preset was chosen with, the
 sweep's jobs set with :func:`typed_values`. Hydra already parsed the
 job's overrides before any of this runs, so its parser accepts them; text it rejects
 (a hand-edited ``overrides.yaml``, a log line) is split the way its grammar would,
-at the first ``=`` (a key cannot hold one).
+at the first ``=`` (a key cannot hold one). A key stands in the text as typed, so an override whose text
+does not hold the key sought is not parsed at all: the parser costs about a millisecond an override.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def split(text: str) -> Override:
 def var_names(overrides: Iterable[str], key: str = "env") -> frozenset:
     """The variables the command line sets: ``[+|++]<key>.vars.NAME=value``."""
     prefix = f"{key}.vars."
-    return frozenset(o.key[len(prefix):] for o in map(split, overrides)
+    return frozenset(o.key[len(prefix):] for o in map(split, (text for text in overrides if prefix in str(text)))
                      if o.prefix != "~" and o.key.startswith(prefix) and o.value is not None)
 
 
