@@ -298,13 +298,7 @@ def agree_on_run_dir(run_dir: str, launch: Launch, timeout_s: int, environ: Mapp
 
         store = dist.TCPStore(launch.master_addr or "127.0.0.1", int(launch.master_port), is_master=False,
                               timeout=deadline.left())
-        if launch.rank == 0:
-            store.set(key, run_dir)
-            return run_dir
-        data = deadline.bound(store).get(key)  # waits until rank 0 has set it
-        if len(data) > MAX_RUN_DIR_BYTES or b"\0" in data:
-            raise ValueError(f"rank 0's run directory is not a path ({len(data)} bytes)")
-        return data.decode("utf-8")
+        return share_run_dir(store, key, launch.rank, run_dir, deadline)
 
     try:  # off the main thread, like the rendezvous: Ctrl-C must not wait for rank 0
         return run_interruptibly(exchange, lambda _: None, "bootstrap-run-dir")
@@ -314,6 +308,18 @@ def agree_on_run_dir(run_dir: str, launch: Launch, timeout_s: int, environ: Mapp
             f"{launch.master_addr}:{launch.master_port} within env.distributed.timeout_s={timeout_s}: "
             f"{outbound.finding(str(error).splitlines()[0] if str(error) else type(error).__name__, 300)}. "
             "Rank 0 did not start, or failed before its job started (its own output says why).") from None
+
+
+def share_run_dir(store, key: str, rank: int, run_dir: str, deadline: Deadline) -> str:
+    """Rank 0 sets its run directory under ``key``; every other rank gets it (waiting until it is set), strictly:
+    one store operation per rank at any world size (bench/bench_scale.py counts them)."""
+    if rank == 0:
+        store.set(key, run_dir)
+        return run_dir
+    data = deadline.bound(store).get(key)  # waits until rank 0 has set it
+    if len(data) > MAX_RUN_DIR_BYTES or b"\0" in data:
+        raise ValueError(f"rank 0's run directory is not a path ({len(data)} bytes)")
+    return data.decode("utf-8")
 
 
 FIRST_FAILURE_KEY = "hydra_train_bootstrap/first_failure"

@@ -95,7 +95,7 @@ class _SeedNumpyOnImport:
         spec.loader = Seeding()
         return spec
 
-    def wait(self, seed: int) -> None:
+    def expect(self, seed: int) -> None:
         self.seed = seed
         if self not in sys.meta_path:
             sys.meta_path.insert(0, self)
@@ -125,7 +125,7 @@ def seed_everything(seed: int) -> list[str]:
             _numpy_on_import.leave()
             numpy.random.seed(seed)
         else:
-            _numpy_on_import.wait(seed)
+            _numpy_on_import.expect(seed)
         seeded.append("numpy")
     torch.manual_seed(seed)  # seeds the CPU generator and every CUDA device's
     seeded.append("torch")
