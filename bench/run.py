@@ -5,7 +5,7 @@ reports the median of each, so that drift in the machine's load hits both alike.
 The full run writes bench/RESULTS.md; --quick runs each benchmark once, small, to
 check it still executes (CI does this); it and --only write nothing unless --out is given.
 
-  1 start-up   train_stub train.steps=0 vs a plain Hydra app importing torch
+  1 start-up   a plain Hydra app with and without +env=cpu_debug hydra/callbacks=bootstrap, the difference in parts
   2 threads    samples/s at intra_op = 1, 2 and all CPUs, in one multirun
   3 oversub    torchrun 2 ranks: auto threads vs all CPUs per rank
   4 peers      process start -> first training step: us vs Lightning Fabric and Accelerate
@@ -17,6 +17,8 @@ check it still executes (CI does this); it and --only write nothing unless --out
  10 hang_scale       `bootstrap hang` on 10,000 ranks' dumps vs 1,000: time and memory (bench/bench_hang.py)
  11 summary_scale    the sweep summary of 10,000 job directories vs a bare read of their files (bench/bench_summary.py)
  12 agreement        torchrun 2 ranks, process start to the task: the ranks' comparison on (agree=error) vs off
+ 13 preflight        torchrun 2 ranks, start-up with the preflight check vs without
+ 14 scale            many ranks' start-up over one real TCPStore: store operations per rank (bench/bench_scale.py)
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import csv
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import statistics
@@ -36,6 +39,7 @@ import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Optional
 
 from bootstrap.doors.records import read_report
 
@@ -98,24 +102,153 @@ def _plain_config(work: Path) -> Path:
     return plain_conf
 
 
+STARTUP_PROBE = """
+import atexit, json, os, sys, time, runpy
+started = time.perf_counter()
+out, variant, app = sys.argv[1], sys.argv[2], sys.argv[3]
+spans = {}
+if variant == "absent":  # the package not installed: its folder off the path, so Hydra's plugin scan finds nothing
+    sys.path[:] = [p for p in sys.path if not os.path.isfile(os.path.join(p or ".", "bootstrap", "__init__.py"))]
+import hydra, torch  # the app's own imports, first as in the app
+if variant != "absent":  # what Hydra's plugin scan does in every app of the environment: import the package
+    begun = time.perf_counter()
+    import bootstrap
+    spans["import_register"] = time.perf_counter() - begun
+from hydra._internal import callbacks, config_loader_impl, hydra as hydra_main
+
+def timing(owner, name, label):
+    wrapped = getattr(owner, name)
+    def run(*args, **kwargs):
+        begun = time.perf_counter()
+        try:
+            return wrapped(*args, **kwargs)
+        finally:
+            spans[label] = spans.get(label, 0.0) + time.perf_counter() - begun
+            if label == "run_job":
+                spans["job_returned"] = time.perf_counter()
+    setattr(owner, name, run)
+
+timing(config_loader_impl.ConfigLoaderImpl, "load_configuration", "compose")
+timing(callbacks.Callbacks, "__init__", "callback_init")
+timing(callbacks.Callbacks, "on_run_start", "on_run_start")
+timing(callbacks.Callbacks, "on_job_start", "on_job_start")
+timing(callbacks.Callbacks, "on_job_end", "on_job_end")
+timing(hydra_main, "run_job", "run_job")
+
+def end():  # registered first, so it runs last: after every exit handler of the job
+    ended = time.perf_counter()
+    spans["exit"] = ended - spans.pop("job_returned", ended)
+    spans["in_python"] = ended - started
+    with open(out, "w") as f:
+        json.dump(spans, f)
+atexit.register(end)
+sys.argv = sys.argv[3:]
+runpy.run_path(app, run_name="__main__")
+"""
+# What each part of the difference is: (span, how it is taken, what it is).
+STARTUP_PARTS = [
+    ("import_register", "without", "importing the package and registering its presets in Hydra's ConfigStore (every "
+                                   "Hydra app of the environment pays it: Hydra's plugin scan imports the package)"),
+    ("compose", "difference", "composing the `env` group and its structured schema (Hydra's compose, with - without)"),
+    ("callback_init", "difference", "the callback's import and instantiation (the report's types, the session)"),
+    ("on_run_start", "with", "the callback's on_run_start: where the run's directory goes"),
+    ("on_job_start", "with", "the callback's on_job_start: reading the job config, the preset's validation, the "
+                             "bootstrap itself (`timings.bootstrap_s`), the report's write"),
+    ("on_job_end", "with", "the callback's on_job_end: the task's effects, the report's last write"),
+    ("exit", "difference", "the job's end: from the task's return to the last exit handler"),
+    ("interpreter", "difference", "the interpreter's own start and end (more modules to tear down): the process's "
+                                  "wall time outside the script"),
+]
+
+
+def _startup_config(work: Path) -> Path:
+    conf = work / "plain_conf"
+    conf.mkdir()
+    (conf / "config.yaml").write_text("train:\n  steps: 0\n  batch_size: 256\n")
+    # The same preset without the schema in its defaults: composed untyped, validated only by the job's start.
+    (conf / "env").mkdir()
+    preset = (ROOT / "bootstrap" / "conf" / "env" / "cpu_debug.yaml").read_text()
+    (conf / "env" / "cpu_debug_untyped.yaml").write_text(preset.replace("  - /bootstrap/schema/env@_here_\n", ""))
+    return conf
+
+
 def startup(work: Path, repeats: int) -> dict:
-    """Wall time of train_stub with train.steps=0 against a plain Hydra app of the same config size."""
-    plain_conf = _plain_config(work)
+    """The whole job, as the issue measures it: the same plain Hydra app with and without
+    ``+env=cpu_debug hydra/callbacks=bootstrap``, interleaved; and the app with the package not installed at all.
+    Process wall time and CPU time (user + system: less moved by other load on the machine), their ratios, and the
+    difference split into its parts, timed inside the same runs (medians)."""
+    conf = _startup_config(work)
     runs = {"n": 0}
+    app = [str(BENCH / "plain_app.py"), f"--config-path={conf}", "--config-name=config"]
+    overrides = {"without": [], "with": ["+env=cpu_debug", "hydra/callbacks=bootstrap"], "absent": [],
+                 "untyped": ["+env=cpu_debug_untyped", "hydra/callbacks=bootstrap"]}
+    spans = {name: [] for name in overrides}
+    cpu = {name: [] for name in overrides}
 
-    def ours():
-        runs["n"] += 1
-        return timed([PY, str(STUB), "train.steps=0", f"hydra.run.dir={work}/ours{runs['n']}"], work)
+    def variant(name):
+        def run():
+            runs["n"] += 1
+            spans_file = work / f"spans{runs['n']}.json"
+            command = [PY, "-c", STARTUP_PROBE, str(spans_file), name, *app, *overrides[name],
+                       f"hydra.run.dir={work}/{name}{runs['n']}"]
+            wall, used = timed_with_cpu(command, work)
+            timed_inside = json.loads(spans_file.read_text())
+            timed_inside["interpreter"] = wall - timed_inside["in_python"]
+            spans[name].append(timed_inside)
+            cpu[name].append(used)
+            if name == "with":
+                reports.append(read_report(work / f"with{runs['n']}" / "bootstrap.json"))
+            return wall
+        return run
 
-    def plain():
-        return timed([PY, str(BENCH / "plain_app.py"), f"--config-path={plain_conf}", "--config-name=config",
-                      f"hydra.run.dir={work}/plain"], work)
+    reports: list = []
+    walls = interleaved({name: variant(name) for name in overrides}, repeats)
 
-    results = interleaved({"train_stub": ours, "plain": plain}, repeats)
-    own = [read_report(work / f"ours{i}" / "bootstrap.json").timings.bootstrap_s
-           for i in range(1, runs["n"] + 1)]
-    return {"train_stub_s": median(results["train_stub"]), "plain_s": median(results["plain"]),
-            "ratio": median(results["train_stub"]) / median(results["plain"]), "bootstrap_ms": median(own) * 1000}
+    def span(name, key):
+        return median([run.get(key, 0.0) for run in spans[name]]) * 1000
+
+    parts = {}
+    for key, how, _ in STARTUP_PARTS:
+        parts[f"{key}_ms"] = span("without", key) if how == "without" else span("with", key) if how == "with" \
+            else span("with", key) - span("without", key)
+    with_s, without_s = median(walls["with"]), median(walls["without"])
+    explained = sum(value for name, value in parts.items() if name != "import_register_ms")
+    parts["compose_schema_ms"] = span("with", "compose") - span("untyped", "compose")
+    return {"with_s": with_s, "without_s": without_s, "absent_s": median(walls["absent"]),
+            "ratio": with_s / without_s, "cpu_ratio": median(cpu["with"]) / median(cpu["without"]),
+            "difference_ms": (with_s - without_s) * 1000, "parts": parts,
+            "unexplained_ms": (with_s - without_s) * 1000 - explained,
+            "installed_vs_absent_ms": (without_s - median(walls["absent"])) * 1000,
+            "untyped_ratio": median(walls["untyped"]) / without_s,
+            "bootstrap_ms": median([r.timings.bootstrap_s for r in reports]) * 1000,
+            "noise_ms": _spread(walls["without"]) * 1000}
+
+
+def timed_with_cpu(cmd, cwd, timeout: int = 300) -> tuple:
+    """Wall time and CPU time (user + system) of ``cmd``, which must succeed. This script waits for one child at
+    a time, so the growth of its children's CPU time over the call is this child's."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise RuntimeError(f"{' '.join(map(str, cmd))} ran past {timeout} s") from None
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, cmd, stderr=stderr)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def _spread(values) -> float:
+    """Half the interquartile range: how far a typical run lands from the median."""
+    if len(values) < 4:
+        return 0.0
+    low, _, high = statistics.quantiles(values, n=4)
+    return (high - low) / 2
 
 
 # 2 ---------------------------------------------------------------------------------------
@@ -336,8 +469,8 @@ def gpu(work: Path) -> dict:
 
 # -----------------------------------------------------------------------------------------
 TARGETS = [  # (benchmark, result key, target text, passes?)
-    ("startup", "ratio", "≤ 1.05", lambda v: v <= 1.05),
-    ("startup", "bootstrap_ms", "≤ 20 ms", lambda v: v <= 20),
+    ("startup", "ratio", "≤ 1.05 (the app with the bootstrap vs without)", lambda v: v <= 1.05),
+    ("startup", "bootstrap_ms", "≤ 5 ms", lambda v: v <= 5),
     ("threads", "ratio_2_to_1", "≥ 1.5", lambda v: v >= 1.5),
     ("oversubscription", "ratio", "≥ 1.3", lambda v: v >= 1.3),
     ("peers", "ratio_to_fabric", "≤ 0.7", lambda v: v <= 0.7),
@@ -353,6 +486,7 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("agreement", "ratio", "≤ 1.02× agree=off (torchrun, 2 ranks, start-up)", lambda v: v <= 1.02),
     ("preflight", "ratio", "≤ 1.10× mode=off (torchrun, 2 ranks, cpu_debug, start-up)", lambda v: v <= 1.10),
     ("preflight", "within_budget", "every run within env.preflight.seconds", lambda v: v == 1.0),
+    ("scale", "per_rank_ops_constant", "each rank's store operations the same at every world size", lambda v: v == 1.0),
 ]
 
 
@@ -363,6 +497,12 @@ def hang_scale(quick: bool) -> dict:
     result = measure(quick)
     result["peak_memory_per_dump_byte"] = result["members_own"]["peak_memory_per_dump_byte"]
     return result
+
+
+def scale(quick: bool) -> dict:
+    from bench_scale import scale as measure
+
+    return measure(quick)
 
 
 def summary_scale(quick: bool) -> dict:
@@ -442,7 +582,78 @@ def machine() -> dict:
             "python": platform.python_version(), "platform": platform.platform(), **versions}
 
 
-def render(results: dict, info: dict, repeats: int) -> str:
+def startup_lines(results: dict) -> list:
+    """The whole job's difference with the bootstrap, part by part (the issue's accounting)."""
+    up = results.get("startup")
+    if not up:
+        return []
+    parts = up["parts"]
+    lines = [f"The same plain Hydra app with and without `+env=cpu_debug hydra/callbacks=bootstrap`: "
+             f"{up['with_s']:.3f} s and {up['without_s']:.3f} s (medians; a typical run lands "
+             f"±{up['noise_ms']:.0f} ms from its median), {up['ratio']:.3f}×, CPU time {up['cpu_ratio']:.3f}×. "
+             f"The difference, {up['difference_ms']:.0f} ms, timed inside the same runs:", "",
+             "| part | ms | what |", "|---|---|---|"]
+    for key, _, what in STARTUP_PARTS:
+        if key != "import_register":
+            lines.append(f"| {key} | {parts[key + '_ms']:.1f} | {what} |")
+    lines += [f"| rest | {up['unexplained_ms']:.1f} | the difference of the medians less the medians of the parts: "
+              "the machine's noise |", "",
+              f"Not in the difference, since the app without the preset pays it too: "
+              f"{parts['import_register_ms']:.1f} ms {STARTUP_PARTS[0][2]}. Against an environment without the "
+              f"package ({up['absent_s']:.3f} s) an app without the preset runs {up['installed_vs_absent_ms']:.0f} ms "
+              f"longer. `timings.bootstrap_s`: {up['bootstrap_ms']:.1f} ms (inside on_job_start).", "",
+              f"Of composing, the schema in the preset's defaults takes {parts['compose_schema_ms']:.1f} ms: the same "
+              f"preset without it (validated only when the job starts, by the same checks) composes that much faster, "
+              f"and that job runs {up['untyped_ratio']:.3f}× the app without the bootstrap. The schema is kept: it "
+              "refuses a misspelt key or a wrong type (`env.seed=abc`) when Hydra composes, before any job of a sweep "
+              "starts, and the task reads a typed `cfg.env` (`cfg.env.device` is the enum `Device.cpu`, not the "
+              "text 'cpu')."]
+    return lines
+
+
+def scale_lines(results: dict) -> list:
+    sc = results.get("scale")
+    if not sc:
+        return []
+    big = sc["measured"][-1]
+    ops = sc["per_rank_ops"]
+    return [
+        f"Simulated with one real TCPStore and {big['world']:,} ranks at most ({big['processes']} processes, a "
+        f"thread and a client per rank). Store operations per rank, the same at {', '.join(map(str, sc['worlds']))} "
+        f"ranks: {ops['run_dir']} for rank 0's run directory, {ops['agree']} for the drift check when the ranks "
+        f"agree, at most {sc['odd_extra_ops_max']} more when some differ (a differing rank writes its record; each "
+        f"rank then reads at most {sc['max_named']} records). Rank 0's own calls are as few; the store it hosts "
+        f"answers every rank's: {sc['model']}. At 10,000 ranks that is "
+        f"{sc['rank0_host_requests_at_10000']:,} requests, {sc['rank0_host_s_at_10000']:.1f} s at the "
+        f"{sc['ops_per_s']:,.0f} requests a second this machine's store served with every client on the same 2 "
+        f"cores (a lower bound on a real host's rate). The run directory and the drift check took "
+        f"{big['run_dir']['wall_s'] + big['agree']['wall_s']:.2f} s at {big['world']:,} ranks; fitted as "
+        f"a + b·W (b = {sc['fit_wall_s']['b_per_rank'] * 1e6:.0f} µs a rank), "
+        f"{sc['wall_s_at_10000_extrapolated']:.1f} s at 10,000 here. The hang reader: see hang_scale.",
+    ]
+
+
+HISTORY_HEAD = "## History"
+
+
+def history(previous: Optional[str], results: dict) -> list:
+    """The start-up targets' history: the rows kept in the last RESULTS.md, and this run's."""
+    rows = []
+    if previous and HISTORY_HEAD in previous:
+        kept = previous.split(HISTORY_HEAD, 1)[1].split("\n## ", 1)[0]
+        rows = [line for line in kept.splitlines() if line.startswith("| ") and not line.startswith("| date")]
+    up, multi = results.get("startup", {}), results.get("multirun", {})
+
+    def shown(value, digits):
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    rows.append(f"| {time.strftime('%Y-%m-%d')} | {shown(up.get('ratio'), 3)} | {shown(up.get('bootstrap_ms'), 1)} | "
+                f"{shown(multi.get('bootstrap_share_per_job_ms'), 1)} | bench/run.py |")
+    return [HISTORY_HEAD, "", "| date | startup ratio | bootstrap_ms | multirun share (ms/job) | note |",
+            "|---|---|---|---|---|", *rows]
+
+
+def render(results: dict, info: dict, repeats: int, previous: Optional[str] = None) -> str:
     lines = ["# Benchmark results", "",
              f"Measured with `python bench/run.py` on {time.strftime('%Y-%m-%d')}: median of {repeats} interleaved "
              "runs of each variant.", "", "## Machine", ""]
@@ -454,6 +665,10 @@ def render(results: dict, info: dict, repeats: int) -> str:
         met = "-" if value is None else ("yes" if passes(value) else "**no**")
         lines.append(f"| {bench} | {key} | {shown} | {target} | {met} |")
     lines += ["", "## Where a target is missed, and why", ""] + explain(results)
+    for title, body in (("## Start-up, part by part", startup_lines(results)),
+                        ("## Many ranks, simulated", scale_lines(results))):
+        lines += ["", title, "", *body] if body else []
+    lines += [""] + history(previous, results)
     lines += ["", "## All numbers", "", "```json", json.dumps(results, indent=2), "```", ""]
     return "\n".join(lines)
 
@@ -474,7 +689,7 @@ def explain(results: dict) -> list:
             f"that trains. Our {peers_['bootstrap_s'] - peers_['bare_s']:.2f} s over the bare script is a Hydra "
             "app's start-up (import, plugin scan, compose, output directory, logging) plus the bootstrap"
             + (f", whose share the start-up benchmark puts at "
-               f"{results['startup']['train_stub_s'] - results['startup']['plain_s']:.2f} s "
+               f"{results['startup']['with_s'] - results['startup']['without_s']:.2f} s "
                f"({results['startup']['bootstrap_ms']:.0f} ms of it in the bootstrap itself)"
                if "startup" in results else "") + ".",
         ]
@@ -510,7 +725,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", nargs="*",
                         help="run only these: startup threads oversubscription peers multirun gpu lightning "
-                             "lint flight_recorder hang_scale summary_scale agreement preflight")
+                             "lint flight_recorder hang_scale summary_scale agreement preflight scale")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick or --only)")
     args = parser.parse_args(argv)
@@ -537,6 +752,7 @@ def main(argv=None) -> int:
         "summary_scale": lambda: summary_scale(args.quick),
         "agreement": lambda: agreement(work / "12", repeats),
         "preflight": lambda: preflight(work / "13", repeats),
+        "scale": lambda: scale(args.quick),
     }
     results = {}
     try:
@@ -550,7 +766,7 @@ def main(argv=None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if out is not None:
-        out.write_text(render(results, machine(), repeats))
+        out.write_text(render(results, machine(), repeats, out.read_text() if out.exists() else None))
         print(f"wrote {out}")
     return 0
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from bootstrap.core.auto import Choice
 from bootstrap.core.plan import Plan
 from bootstrap.core.versions import Check, Found
 from bootstrap.distributed.group import GroupState
@@ -29,6 +28,9 @@ from bootstrap.doors import outbound, records
 from bootstrap.doors.masking import masked, masked_override
 from bootstrap.doors.records import REPORT_NAME, SCHEMA_VERSION, Report, report_name  # noqa: F401 - their old home
 from bootstrap.doors.textenum import TextEnum
+
+if TYPE_CHECKING:  # env=auto's module (and the compose it needs) loads only in a job that chose env=auto
+    from bootstrap.core.auto import Choice
 
 
 class JobStatus(TextEnum):
