@@ -615,21 +615,22 @@ def scale_lines(results: dict) -> list:
     sc = results.get("scale")
     if not sc:
         return []
-    big = sc["measured"][-1]
-    ops = sc["per_rank_ops"]
+    big, ops = sc["measured"][-1], sc["per_rank_ops"]
     return [
-        f"Simulated with one real TCPStore and {big['world']:,} ranks at most ({big['processes']} processes, a "
-        f"thread and a client per rank). Store operations per rank, the same at {', '.join(map(str, sc['worlds']))} "
-        f"ranks: {ops['run_dir']} for rank 0's run directory, {ops['agree']} for the drift check when the ranks "
-        f"agree, at most {sc['odd_extra_ops_max']} more when some differ (a differing rank writes its record; each "
-        f"rank then reads at most {sc['max_named']} records). Rank 0's own calls are as few; the store it hosts "
-        f"answers every rank's: {sc['model']}. At 10,000 ranks that is "
-        f"{sc['rank0_host_requests_at_10000']:,} requests, {sc['rank0_host_s_at_10000']:.1f} s at the "
-        f"{sc['ops_per_s']:,.0f} requests a second this machine's store served with every client on the same 2 "
-        f"cores (a lower bound on a real host's rate). The run directory and the drift check took "
-        f"{big['run_dir']['wall_s'] + big['agree']['wall_s']:.2f} s at {big['world']:,} ranks; fitted as "
-        f"a + b·W (b = {sc['fit_wall_s']['b_per_rank'] * 1e6:.0f} µs a rank), "
-        f"{sc['wall_s_at_10000_extrapolated']:.1f} s at 10,000 here. The hang reader: see hang_scale.",
+        f"Simulated with one real TCPStore and up to {big['world']:,} ranks in one process (a thread and a "
+        "client per rank; bench/bench_scale.py says why not several). Store operations per rank, the same at "
+        f"{', '.join(map(str, sc['worlds']))} ranks: {ops['run_dir']} for rank 0's run directory, "
+        f"{ops['agree']} for the drift check when the ranks agree, at most {sc['odd_extra_ops_max']} more "
+        "when some differ (a differing rank writes its record; each rank then reads at most "
+        f"{sc['max_named']} records). Rank 0's own calls are as few; the store it hosts answers every "
+        f"rank's: {sc['model']}. At 10,000 ranks that is {sc['rank0_host_requests_at_10000']:,} requests, "
+        f"{sc['rank0_host_s_at_10000']:.1f} s at the {sc['ops_per_s']:,.0f} requests a second this machine's "
+        "store served with every client on the same 2 cores (a lower bound on a real host's rate). The run "
+        f"directory and the drift check took {big['run_dir']['wall_s'] + big['agree']['wall_s']:.2f} s at "
+        f"{big['world']:,} ranks; fitted as a + b·W (b = {sc['fit_wall_s']['b_per_rank'] * 1e6:.0f} µs a "
+        f"rank), {sc['wall_s_at_10000_extrapolated']:.1f} s at 10,000 on this machine, where every rank's "
+        "Python shares 2 cores; on a cluster each rank's part is its own round trips, and rank 0's host the "
+        "requests above. `bootstrap hang` reads 10,000 ranks' dumps in linear time: see hang_scale.",
     ]
 
 
