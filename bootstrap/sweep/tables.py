@@ -1,4 +1,4 @@
-"""The sweep summary's two tables, from its rows (:class:`bootstrap.sweep.summary.Row`): markdown for people,
+"""The sweep summary's two tables, from its rows (:class:`bootstrap.sweep.read.Row`): markdown for people,
 printed when a sweep ends and so bounded (:data:`MAX_METRIC_COLUMNS` metrics, :data:`MAX_CELL` characters a
 cell, one line a row), and CSV for machines, every metric of every job, no cell a spreadsheet formula. Pure.
 """

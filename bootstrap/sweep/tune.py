@@ -1,7 +1,7 @@
 """Keep a sweep's winner as a preset (``python -m bootstrap tune``, :mod:`bootstrap.cli.tune`).
 
 Reads the latest sweep's per-job reports (a reused sweep directory's older jobs are left
-out, see :func:`bootstrap.sweep.summary.scan`), takes the completed job that did best on the
+out, see :func:`bootstrap.sweep.walk.latest`), takes the completed job that did best on the
 objective (``--objective``/``--mode``, with the sweep summary's defaults), and writes
 ``conf/env/<name>.yaml`` (or ``<--out>/env/<name>.yaml``): it extends the winner's base
 preset and sets only the ``env`` keys the sweep varied and the winner set, at the
@@ -44,8 +44,9 @@ from bootstrap.doors import outbound
 from bootstrap.doors.masking import holds_secret, is_secret, masked_line, masked_override
 from bootstrap.doors.overrides import split, typed_values
 from bootstrap.doors.records import Report
-from bootstrap.sweep import summary
-from bootstrap.sweep.summary import Job, RowStatus, one_line, printable
+from bootstrap.sweep import rank, read
+from bootstrap.sweep.read import Job, RowStatus
+from bootstrap.sweep.render import one_line
 
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _PRESET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*")  # env=gpu/h100 too
@@ -102,7 +103,7 @@ def _fact(value: Any, limit: int = 120) -> str:
 
 def _comment(line: str) -> str:
     """One header line: masked, printable, every line break a space (a YAML comment ends at one)."""
-    return "".join(" " if c.isspace() else c for c in printable(masked_line(line)))
+    return "".join(" " if c.isspace() else c for c in outbound.printable(masked_line(line)))
 
 
 def _base(report: Report) -> str:
@@ -183,16 +184,16 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
     sweep_dir = Path(sweep_dir)
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise TuneError("--name: use letters, digits, '_', '-' and '.' only.")
-    if mode is not None and mode not in summary.MODES:
+    if mode is not None and mode not in rank.MODES:
         raise TuneError(f"--mode {one_line(mode)!r}: use max or min.")
-    jobs, older = summary.jobs(sweep_dir)
+    jobs, older = read.jobs(sweep_dir)
     if not jobs:
         raise TuneError(f"{sweep_dir} holds no sweep jobs (no */.hydra/overrides.yaml). "
                         "Point tune at a multirun directory, e.g. multirun/2026-12-02/10-00-00.")
     statuses = sorted({j.row.status for j in jobs})
     counts = one_line(", ".join(f"{s}: {sum(j.row.status == s for j in jobs)}" for s in statuses))
     directions = _sweepers_directions(jobs)
-    chosen = summary.objective_for([j.row for j in jobs], objective, mode, directions)
+    chosen = rank.objective_for([j.row for j in jobs], objective, mode, directions)
     if chosen is None and objective is None and directions and len(directions) > 1:
         raise TuneError(f"the sweep optimised {len(directions)} objectives ({', '.join(directions)}): no single "
                         "best. Name the one to use: --objective return/0.")
@@ -201,11 +202,11 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
             raise TuneError(f"no job of {sweep_dir} completed with a metric to compare ({counts}). "
                             "Fix the failing jobs and sweep again.")
         raise TuneError(f"the jobs of {sweep_dir} report no metric to compare (none of "
-                        f"{', '.join(n for n, _ in summary.AUTO_OBJECTIVES)}). Name the one to use: --objective NAME.")
+                        f"{', '.join(n for n, _ in rank.AUTO_OBJECTIVES)}). Name the one to use: --objective NAME.")
     metric, direction = chosen
     shown_metric = one_line(masked_line(metric))
-    measured = sorted((j for j in jobs if summary.score(j.row, chosen) is not None),
-                      key=lambda j: -summary.score(j.row, chosen))
+    measured = sorted((j for j in jobs if rank.score(j.row, chosen) is not None),
+                      key=lambda j: -rank.score(j.row, chosen))
     if not any(j.row.status == RowStatus.COMPLETED for j in measured):
         raise TuneError(f"no job of {sweep_dir} completed with a {shown_metric} to compare ({counts}). "
                         "Fix the failing jobs and sweep again, or choose another --objective.")

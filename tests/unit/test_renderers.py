@@ -242,7 +242,7 @@ def test_a_peer_with_thousands_of_keys_makes_one_bounded_line_and_the_stop_is_no
 # module -> what it reads that someone else wrote, and which renderer above walks it
 READERS_OF_OTHERS_DATA = {
     "bootstrap/cli/diff.py": "reports on disk: bootstrap diff, --all, --json",
-    "bootstrap/sweep/summary.py": "every job's report and overrides.yaml: the sweep summary, tune",
+    "bootstrap/sweep/read.py": "every job's report and overrides.yaml: the sweep summary, tune",
     "bootstrap/core/agreement.py": "rank 0's report (Lightning) and the peers' records: two renderers above",
     "bootstrap/distributed/agree_store.py": "the peers' records in the store: 'a peer's record in the store'",
     "bootstrap/distributed/dumps.py": "flight-recorder dumps (tests/unit/test_dumps.py); of a report, only started_ns",
