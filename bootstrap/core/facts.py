@@ -52,7 +52,10 @@ def text(value: Any, depth: int = 0) -> Optional[str]:
     if isinstance(value, (list, tuple)):
         if not value:
             return None  # nothing listed reads as unset, not as a blank
-        return ", ".join(str(text(item, depth + 1)) for item in value)
+        try:
+            return ", ".join(value)  # a list of text (GPU names) as it is: what text() makes of each item
+        except TypeError:  # an item that is not text
+            return ", ".join(str(text(item, depth + 1)) for item in value)
     if isinstance(value, dict):
         return ", ".join(f"{key}={text(item, depth + 1)}" for key, item in value.items())
     return str(value)
@@ -60,6 +63,8 @@ def text(value: Any, depth: int = 0) -> Optional[str]:
 
 def shown(name: str, value: Any) -> Optional[str]:
     """A fact's value as it is compared and shown: masked by its name and its shape, then visible."""
+    if type(value) is str:  # most facts: no conversion (a sweep summary shows 10,000 jobs' facts)
+        return _shown(str(name), value)
     as_text = text(value)
     return None if as_text is None else _shown(str(name), as_text)
 

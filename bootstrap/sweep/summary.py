@@ -46,8 +46,9 @@ def write(sweep_dir: Path, objective: Optional[str] = None, mode: Optional[str] 
     Raises only :class:`SummaryError` (the files could not be written)."""
     sweep_dir = Path(sweep_dir)
     found, older = walk.latest(sweep_dir)
-    # Each job's reports are dropped once its row is made: a sweep of 10,000 jobs need not hold 10,000 reports.
-    rows = rank.rank([read.read_job(job_dir, names).row for job_dir, names in found], objective, mode, directions)
+    with read.no_cycle_collection():
+        rows = [read.row_of(job_dir, names) for job_dir, names in found]
+    rows = rank.rank(rows, objective, mode, directions)
     chosen = rank.objective_for(rows, objective, mode, directions) if rows else None
     markdown = render.markdown(rows, sweep_dir, older, chosen, objective, directions)
     try:

@@ -70,10 +70,13 @@ def _csv_cell(value) -> str:
 
 
 def _md_cell(value) -> str:
-    if isinstance(value, float) and not isinstance(value, bool):
-        text = f"{value:.0f}" if 1000 <= abs(value) < 1e15 else f"{value:.4g}"
-    else:
-        text = _plain(value)
+    if value is None:
+        return ""
+    if type(value) is float:  # at most 16 characters, no space, no "|": nothing to cut or escape
+        return f"{value:.0f}" if 1000 <= abs(value) < 1e15 else f"{value:.4g}"
+    if type(value) is int and -10**15 < value < 10**15:  # thread counts
+        return str(value)
+    text = _plain(value)
     return outbound.cut(" ".join(text.split()), MAX_CELL).replace("|", "\\|")  # one line, no stray column breaks
 
 
