@@ -406,7 +406,7 @@ class Session:
         if status is not None or error is not None:
             report.finish(record, status or JobStatus(record.job.status), metrics, error)
         if self.output_dir is not None:  # rank N of a world writes bootstrap.rank<N>.json; cleaned on the way out
-            outbound.write_json(self.output_dir / report.report_name(self.rank, self.world_size), record.to_json())
+            outbound.write_json(self.output_dir / records.report_name(self.rank, self.world_size), record.to_json())
 
 
 _warned: set = set()

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from bootstrap.core.report import MAX_DEPTH, MAX_METRICS, MAX_SKIPPED, error_text, metrics_from
+from bootstrap.core.metrics import MAX_DEPTH, MAX_METRICS, MAX_SKIPPED, metrics_from
+from bootstrap.core.report import error_text
 
 
 def test_a_number_becomes_the_return_metric():
