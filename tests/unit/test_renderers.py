@@ -141,13 +141,13 @@ def _rank0_report(sweep: Path) -> str:
 
 def _peer_record(sweep: Path) -> str:
     """A peer's record in the store: rank 0's reference and an odd rank's values (bootstrap.distributed.agree_store)."""
-    from bootstrap.core import agreement
+    from bootstrap.core import comparison
     from bootstrap.distributed.agree_store import OddRank
 
     reference = hostile("a")["distributed"]["agreement"]["fingerprint"]
     odd = [OddRank(rank=1, host=f"b\n{FORGED}", values={**hostile("b")["distributed"]["agreement"]["fingerprint"],
                                                        "var.NCCL_ALGO": f"Tree\n{FORGED}"})]
-    record = agreement.outcome(reference, f"a\n{FORGED}", odd, 1, 2, "error")
+    record = comparison.outcome(reference, f"a\n{FORGED}", odd, 1, 2, "error")
     return record.message + "\n" + outbound.to_json(record.to_json())  # as each rank's report holds it
 
 
@@ -226,16 +226,16 @@ def test_values_that_differ_only_in_white_space_look_different():
 
 
 def test_a_peer_with_thousands_of_keys_makes_one_bounded_line_and_the_stop_is_not_lost():
-    from bootstrap.core import agreement
+    from bootstrap.core import comparison
     from bootstrap.distributed.agree_store import OddRank
 
     values = {f"var.AAA_{i}": "x" for i in range(5000)}
     values["var.TORCH_DISTRIBUTED_DEBUG"] = "INFO"  # sorts after every AAA_: still decides the job
-    record = agreement.outcome({}, "a", [OddRank(rank=1, host="b", values=values)], 1, 2, "error")
+    record = comparison.outcome({}, "a", [OddRank(rank=1, host="b", values=values)], 1, 2, "error")
     assert record.status == "stopped" and "\n" not in record.message
     assert len(record.message) <= outbound.MAX_FINDING and "TORCH_DISTRIBUTED_DEBUG=INFO" in record.message
-    assert len(record.differences) == agreement.MAX_RECORDED and record.more_differences == 5001 - 64
-    assert f"and {5001 - agreement.MAX_SAID} more differences" in record.message
+    assert len(record.differences) == comparison.MAX_RECORDED and record.more_differences == 5001 - 64
+    assert f"and {5001 - comparison.MAX_SAID} more differences" in record.message
 
 
 # -- completeness: every reader of others' data is walked above ------------------------------------------
