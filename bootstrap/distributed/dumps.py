@@ -314,11 +314,6 @@ def read(path: Path) -> Dump:
     return Reader().read(path)
 
 
-def from_data(data: Any, name: str) -> Dump:
-    """One dump from plain data, on its own (:meth:`Reader.from_data`)."""
-    return Reader().from_data(data, name)
-
-
 # -- a run directory ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Scan:

@@ -265,10 +265,6 @@ class Section:
         """This section as JSON data."""
         return to_json(self)
 
-    def __getitem__(self, key: str) -> Any:
-        """Read-only, as before the report was typed: ``session.report["threads"]["intra_op"]``."""
-        return self.to_json()[key]
-
 
 # -- one named value of data without a schema -------------------------------------------------
 def kind(value: Any) -> str:

@@ -42,7 +42,7 @@ def write(run_dir: Path, rank, data) -> Path:
 
 def unreadable_reason(data, rank=0) -> str:
     with pytest.raises(inbound.Unreadable) as refused:
-        dumps.from_data(data, name(rank))
+        dumps.Reader().from_data(data, name(rank))
     reason = str(refused.value)
     assert reason.startswith(name(rank)) and "\n" not in reason, reason
     return reason
@@ -58,7 +58,7 @@ def hang_main(*args):
 
 # -- the shape of a dump ---------------------------------------------------------------------------
 def test_a_dump_as_torch_and_the_bootstrap_write_it_is_read_typed():
-    dump = dumps.from_data(dump_of(1, [entry(1), entry(2, op="broadcast", sizes=((2, 3), (4,)))]), name(1))
+    dump = dumps.Reader().from_data(dump_of(1, [entry(1), entry(2, op="broadcast", sizes=((2, 3), (4,)))]), name(1))
     assert (dump.rank, dump.world_size, dump.dump_time_ns, dump.time_ns) == (1, 2, 700 * 10**9, 700 * 10**9)
     first, second = dump.entries
     assert (first.group, first.group_desc, first.seq, first.op, first.is_p2p) == ("0", "default_pg", 1, "all_reduce",
@@ -150,16 +150,16 @@ def test_a_dump_that_records_another_rank_than_its_name_is_unreadable(tmp_path):
 
 
 def test_members_as_torch_writes_them_or_as_a_list():
-    assert list(dumps.from_data(with_members(" [ 0 ,1,  2 ] "), name(0)).pg_config["0"]) == [0, 1, 2]
-    assert list(dumps.from_data(with_members("[]"), name(0)).pg_config["0"]) == []
-    assert list(dumps.from_data(with_members([3, 1, 2, 1]), name(0)).pg_config["0"]) == [1, 2, 3]
-    big = dumps.from_data(with_members(str(list(range(10_000)))), name(0)).pg_config["0"]
+    assert list(dumps.Reader().from_data(with_members(" [ 0 ,1,  2 ] "), name(0)).pg_config["0"]) == [0, 1, 2]
+    assert list(dumps.Reader().from_data(with_members("[]"), name(0)).pg_config["0"]) == []
+    assert list(dumps.Reader().from_data(with_members([3, 1, 2, 1]), name(0)).pg_config["0"]) == [1, 2, 3]
+    big = dumps.Reader().from_data(with_members(str(list(range(10_000)))), name(0)).pg_config["0"]
     assert (len(big), len(big.starts), 9_999 in big, 10_000 in big) == (10_000, 1, True, False)
 
 
 def test_a_long_entry_list_keeps_its_newest_and_says_so():
     many = [entry(seq) for seq in range(1, dumps.MAX_ENTRIES + 11)]
-    dump = dumps.from_data({**VALID, "entries": many}, name(0))
+    dump = dumps.Reader().from_data({**VALID, "entries": many}, name(0))
     assert len(dump.entries) == dumps.MAX_ENTRIES and dump.entries[0].seq == 11
     assert dump.remarks == (f"holds {dumps.MAX_ENTRIES + 10} entries: the newest {dumps.MAX_ENTRIES} are read",)
 
@@ -177,7 +177,7 @@ def test_an_entry_repeated_through_the_pickles_memo_is_checked_once(tmp_path):
 
 def test_text_is_cut_where_it_is_only_shown():
     reason = "job failed: " + "x" * 1000
-    dump = dumps.from_data({**VALID, "bootstrap": {"rank": 0, "reason": reason}}, name(0))
+    dump = dumps.Reader().from_data({**VALID, "bootstrap": {"rank": 0, "reason": reason}}, name(0))
     assert dump.reason == reason[:dumps.MAX_TEXT] + "..."
 
 
@@ -213,7 +213,7 @@ def near_dumps(draw):
 @given(st.one_of(plain, near_dumps()))
 def test_any_plain_data_is_a_dump_or_unreadable_never_an_exception(data):
     try:
-        dump = dumps.from_data(data, name(0))
+        dump = dumps.Reader().from_data(data, name(0))
     except inbound.Unreadable as refused:
         assert "\n" not in str(refused)
         return
@@ -283,7 +283,7 @@ def test_an_absurd_world_size_costs_nothing_and_missing_ranks_are_ranges(tmp_pat
 def test_missing_ranks_are_named_as_ranges_however_they_fall():
     world = 10_000
     present = [0, 1, 5, 9_999]
-    result = hang.diagnose([dumps.from_data(dump_of(r, [entry(1)], world=world), name(r)) for r in present])
+    result = hang.diagnose([dumps.Reader().from_data(dump_of(r, [entry(1)], world=world), name(r)) for r in present])
     assert result.missing == "ranks 2-4, 6-9998"
     scattered = dumps.Ranks.of(range(0, 100, 2))
     assert scattered.text() == "ranks 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, ... (50 ranks in all)"
@@ -438,7 +438,7 @@ def torchs_verdicts(raw: dict) -> set:
 
 def ours(raw: dict) -> set:
     verdicts = set()
-    for line in hang.diagnose([dumps.from_data(d, name(r)) for r, d in raw.items()]).findings:
+    for line in hang.diagnose([dumps.Reader().from_data(d, name(r)) for r, d in raw.items()]).findings:
         if match := re.match(r"collective #(\d+) on .*: the ranks disagree on the (\w+):", line):
             verdicts.add((int(match.group(1)), match.group(2)))
     return verdicts
@@ -463,7 +463,7 @@ def test_a_mismatch_among_many_ranks_is_one_line_of_ranges():
     raw = {r: dump_of(r, [entry(1)], world=1000) for r in range(1000)}
     for r in (7, 8, 9, 500):
         raw[r]["entries"][0] = entry(1, op="broadcast")
-    (finding,) = hang.diagnose([dumps.from_data(d, name(r)) for r, d in raw.items()]).findings
+    (finding,) = hang.diagnose([dumps.Reader().from_data(d, name(r)) for r, d in raw.items()]).findings
     assert finding == ("collective #1 on default_pg: the ranks disagree on the operation: ranks 0-6, 10-499, "
                        "501-999 all_reduce [[8]] ['Float'], ranks 7-9, 500 broadcast [[8]] ['Float']")
 

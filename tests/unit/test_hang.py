@@ -30,7 +30,7 @@ def dump_of(rank, entries, world=2, dumped_s=700.0, groups=None):
 
 def typed(raw: dict) -> list:
     """Hand-made dumps (``{rank: plain data}``) as the reader makes them from files."""
-    return [dumps.from_data(data, f"{hang.DUMP_PREFIX}{rank}") for rank, data in raw.items()]
+    return [dumps.Reader().from_data(data, f"{hang.DUMP_PREFIX}{rank}") for rank, data in raw.items()]
 
 
 def test_who_never_entered_and_how_long_the_others_waited():
