@@ -67,6 +67,32 @@ def pytest_runtest_protocol(item, nextitem):
             setattr(owner, name, value)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _every_report_matches_its_schema(tmp_path_factory):
+    """Every report the suite's jobs wrote validates against the JSON Schema of its ``schema_version``
+    (bootstrap.schema.json for today's). A file the package's own reader refuses is a test's planted input,
+    not a report the package wrote. At the session's end: a mismatch fails the last test that ran."""
+    yield
+    import jsonschema
+
+    from bootstrap.doors import json_schema, records
+    from bootstrap.doors.inbound import Unreadable
+
+    validators = {v: jsonschema.Draft202012Validator(json_schema.report_schema(v))
+                  for v in range(1, records.SCHEMA_VERSION + 1)}
+    wrong = []
+    for path in tmp_path_factory.getbasetemp().rglob("bootstrap*.json"):
+        try:
+            records.read_report(path)
+            data = json.loads(path.read_text())
+        except (Unreadable, OSError, ValueError):
+            continue
+        validator = validators.get(data.get("schema_version"))
+        errors = list(validator.iter_errors(data)) if validator else []
+        wrong += [f"{path}: {'.'.join(map(str, e.absolute_path))}: {e.message[:200]}" for e in errors[:3]]
+    assert not wrong, "reports that do not match their schema:\n" + "\n".join(wrong[:20])
+
+
 @dataclass
 class Run:
     returncode: int

@@ -88,7 +88,7 @@ def report_example() -> str:
                              mesh=False)
     record = report.build(_job_info(session), plan, plan.device(cuda_visible=False), _found(), checks, applied, [],
                           BOOTSTRAP_S, lint=findings, started_ns=STARTED_NS)
-    report.finish(record, report.JobStatus.COMPLETED, METRICS)
+    report.end(record, report.JobEnd(report.JobStatus.COMPLETED, METRICS))
     return "```json\n" + _json(record.to_json()) + "\n```\n"
 
 

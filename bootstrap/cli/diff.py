@@ -101,7 +101,7 @@ def _here(a_report: records.Report, args) -> records.Report:
     masked_ones = [o for o in overrides if MASK in o]
     if not args.rest and masked_ones:
         raise Usage(f"A's override {masked_ones[0]} holds a masked secret, so it cannot be replayed: "
-                    "give the overrides after A (python -m bootstrap diff A --here OVERRIDES)")
+                    "give the overrides after A (bootstrap diff A --here OVERRIDES)")
     outbound.remember_overrides(overrides)
     config_dir = None if args.config_path is None else Path(args.config_path)
     try:
@@ -163,6 +163,33 @@ def format_text(a: str, b: str, differences: Dict[str, List[Dict[str, str]]], ev
     return "\n".join(lines)
 
 
+def _versions_apart(a: records.Report, b: Optional[records.Report]) -> Tuple[List[str], set]:
+    """Notes on what two reports of different schema versions cannot compare, and the facts left out."""
+    notes, left_out = [], set()
+    for side, report in (("A", a), ("B", b)):
+        if report is not None and report.schema_version > records.SCHEMA_VERSION:
+            notes.append(f"{side} was written by a newer hydra-train-bootstrap (schema_version "
+                         f"{report.schema_version}; this one knows 1 to {records.SCHEMA_VERSION}): what it added is "
+                         "not compared; upgrade hydra-train-bootstrap to compare it")
+    older = min(a.schema_version, b.schema_version if b is not None else records.SCHEMA_VERSION)
+    for version, added in records.ADDED_IN.items():
+        if older < version:
+            notes += [f"not compared: {what}, which schema_version {older} reports do not hold (added in {version})"
+                      for what in added]
+            left_out |= _ADDED_FACTS.get(version, set())
+    return notes, left_out
+
+
+# records.ADDED_IN, as the facts they show: (section, fact), None for the whole section
+_ADDED_FACTS = {2: {("lint", None), ("launch", "node_rank"), ("seeds", "global_seed")}, 3: {("preflight", None)}}
+
+
+def _leave_out(found: job_facts.Facts, left_out: set) -> job_facts.Facts:
+    return {section: {} if (section, None) in left_out else
+            {key: value for key, value in values.items() if (section, key) not in left_out}
+            for section, values in found.items()}
+
+
 def run(args) -> int:
     a_path, a_report = _read(args.a, args.rank)
     a_facts = job_facts.facts(a_report, a_path.parent)
@@ -171,15 +198,17 @@ def run(args) -> int:
         a_facts, b_facts = _without_preview_gaps(a_facts), _without_preview_gaps(b_facts)
     else:
         if len(args.rest) != 1:
-            raise Usage("give two runs: python -m bootstrap diff A B (or A --here)")
+            raise Usage("give two runs: bootstrap diff A B (or A --here)")
         b_path, b_report = _read(args.rest[0], args.rank)
         b_name, b_facts = str(b_path), job_facts.facts(b_report, b_path.parent)
-    differences = compare(a_facts, b_facts, args.all)
+    notes, left_out = _versions_apart(a_report, None if args.here else b_report)
+    differences = compare(_leave_out(a_facts, left_out), _leave_out(b_facts, left_out), args.all)
     try:
         if args.json:
-            outbound.say_json({"a": str(a_path), "b": b_name, "same": not differences, "sections": differences})
+            outbound.say_json({"a": str(a_path), "b": b_name, "same": not differences, "sections": differences,
+                               "notes": notes})
         else:
-            outbound.say(format_text(str(a_path), b_name, differences, args.all))
+            outbound.say("\n".join([format_text(str(a_path), b_name, differences, args.all), *notes]))
     except BrokenPipeError:  # `bootstrap diff A B | head`: the reader has gone, which is not an error here
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stdout's descriptor: no second error when Python flushes
     return 1 if differences else 0

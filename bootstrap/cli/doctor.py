@@ -75,16 +75,15 @@ def _takes_effect(name: str, effective: bool, withheld: bool = False) -> str:
     return "child processes only"
 
 
-def _flight_recorder(hang: dict) -> List[str]:
+def _flight_recorder(hang: records.Hang) -> List[str]:
     """What the dumps show; each line stays one line, whatever a dump's fields hold."""
-    dump_dir, notes = hang.get("dump_dir"), list(hang.get("notes") or [])
-    if not hang.get("dumps"):
-        lines = [f"no dumps of this run in {dump_dir} (a healthy run writes none)", *notes]
+    if not hang.dumps:
+        lines = [f"no dumps of this run in {hang.dump_dir} (a healthy run writes none)", *hang.notes]
     else:
-        lines = [f"dumps in {dump_dir}: {', '.join(map(str, hang['dumps']))}", *(hang.get("groups") or []),
-                 *(hang.get("findings") or ["no divergence between the ranks"]), *notes,
-                 f"(python -m bootstrap hang {dump_dir})"]
-    return ["", "Flight recorder", *("  " + outbound.finding(line, MAX_CELL) for line in lines)]
+        lines = [f"dumps in {hang.dump_dir}: {', '.join(hang.dumps)}", *hang.groups,
+                 *(hang.findings or ["no divergence between the ranks"]), *hang.notes,
+                 f"(bootstrap hang {hang.dump_dir})"]
+    return ["", "Flight recorder", *("  " + outbound.finding(masked_line(line), MAX_CELL) for line in lines)]
 
 
 def _floor(value: Optional[float], unit: str) -> str:

@@ -28,20 +28,8 @@ from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Seq
 from bootstrap.doors import outbound, records
 from bootstrap.doors.errors import PRESET, BootstrapError
 from bootstrap.doors.masking import MASK, masked
-from bootstrap.doors.textenum import TextEnum
+from bootstrap.doors.statuses import AgreementStatus as Status
 from bootstrap.variables import agreement as variable_kinds  # imports no table until asked
-
-
-class Status(TextEnum):
-    """``distributed.agreement.status``."""
-
-    AGREED = "agreed"
-    DIFFERS = "differs"  # differences that only warn (or agree=warn): recorded, the job runs
-    STOPPED = "stopped"  # a difference that stops, under agree=error: the task did not run
-    OFF = "off"  # env.distributed.agree=off
-    SINGLE = "single"  # one rank: nothing to compare (the fingerprint is recorded for a framework's later ranks)
-    NOT_CHECKED = "not_checked"  # no store and no report to compare with: `note` says why
-
 
 # What stops a job under agree=error: these facts of the rank, and the variables' stopping kinds (the table's rule).
 STOPPING = ("version", "preset", "device", *sorted(variable_kinds.STOPPING))
@@ -255,9 +243,9 @@ def outcome(reference: Mapping[str, str], reference_host: str, odd: Sequence[Any
             world_size: int, policy: str) -> records.Agreement:
     found, more = differences(reference, reference_host, odd, odd_count, world_size, policy)
     if not found:
-        return records.Agreement(status=Status.AGREED.value)
+        return records.Agreement(status=Status.AGREED)
     status = Status.STOPPED if any(d.stops for d in found) else Status.DIFFERS
-    return records.Agreement(status=status.value, differences=found, more_differences=more,
+    return records.Agreement(status=status, differences=found, more_differences=more,
                              message=message(found, odd, odd_count, world_size, reference_host, more))
 
 
@@ -287,9 +275,9 @@ def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLi
     if policy != "off":
         own = fingerprint(facts, os.environ)
         base.update(digest=digest(own), fingerprint=own)
-    off = records.Agreement(status=Status.OFF.value, **base)
+    off = records.Agreement(status=Status.OFF, **base)
     if launch.world_size == 1:
-        return (off if policy == "off" else records.Agreement(status=Status.SINGLE.value, **base)), None
+        return (off if policy == "off" else records.Agreement(status=Status.SINGLE, **base)), None
     from bootstrap.distributed import group
 
     if group.in_use():  # a framework made the group before the job started (Ray Train): its store
@@ -303,7 +291,7 @@ def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLi
         return _exchange(facts, launch, base, "store", when, timeout_s)
     if policy == "off":
         return off, None
-    return records.Agreement(status=Status.NOT_CHECKED.value, note=(
+    return records.Agreement(status=Status.NOT_CHECKED, note=(
         "no store exists before the task runs: the bootstrap makes no process group "
         f"({PRESET}.distributed.init=never) and {launch.launcher.value} offers none"), **base), None
 
@@ -349,8 +337,8 @@ def _exchange(facts: Facts, launch: Any, base: dict, via: str, when: str,
     compared = {**reference.fingerprint, agree_store.POLICY_KEY: reference.policy} if reference.policy else \
         reference.fingerprint
     record = outcome(compared, reference.host, exchanged.odd, exchanged.odd_count, launch.world_size, policy)
-    if policy == "off" and record.status == Status.AGREED.value:
-        record.status = Status.OFF.value  # every rank runs under off: nothing was compared
+    if policy == "off" and record.status == Status.AGREED:
+        record.status = Status.OFF  # every rank runs under off: nothing was compared
     return _with(record, base, via=via, when=when), (store if ours else None)
 
 
@@ -360,17 +348,17 @@ def _against_report(output_dir: Optional[os.PathLike], own: Dict[str, str], laun
 
     when = "at this rank's start, against rank 0's report"
     if output_dir is None:
-        return _with(records.Agreement(status=Status.NOT_CHECKED.value,
+        return _with(records.Agreement(status=Status.NOT_CHECKED,
                                        note="no output directory: rank 0's report cannot be read"), base, when=when)
     path = Path(output_dir) / records.REPORT_NAME
     try:
         reference = records.read_report(path)
     except records.Unreadable as error:
-        return _with(records.Agreement(status=Status.NOT_CHECKED.value,
+        return _with(records.Agreement(status=Status.NOT_CHECKED,
                                        note=f"rank 0's report could not be read: {error}"), base, when=when)
     theirs = reference.distributed.agreement
     if theirs is None or not theirs.fingerprint:
-        return _with(records.Agreement(status=Status.NOT_CHECKED.value, note=(
+        return _with(records.Agreement(status=Status.NOT_CHECKED, note=(
             f"rank 0's report ({path.name}) holds no fingerprint (rank 0 ran with {PRESET}.distributed.agree=off, "
             "or an older bootstrap)")), base, when=when)
     # Secrets are masked in a report: under Lightning every rank inherits rank 0's environment anyway.

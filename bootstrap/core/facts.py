@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 from bootstrap.doors.masking import masked, masked_override
 from bootstrap.doors.outbound import visible
 from bootstrap.doors.records import Report
+from bootstrap.doors.typed import Section
 
 SECTIONS = ("versions", "variables", "threads", "launch", "preset", "seeds", "torch", "lint", "preflight")
 ALWAYS_DIFFERS = "always_differs"
@@ -47,6 +48,8 @@ def text(value: Any, depth: int = 0) -> Optional[str]:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, Section):  # a report's section (distributed.hang): its fields, as in the JSON
+        value = value.to_json()
     if isinstance(value, (list, tuple, dict)) and depth >= MAX_DEPTH:
         return "..."
     if isinstance(value, (list, tuple)):

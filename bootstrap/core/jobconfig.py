@@ -7,6 +7,7 @@ both find the preset and the overrides the same way.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -170,7 +171,10 @@ def preview(config: DictConfig) -> Tuple[Report, list]:
                            f"or '{presets.choose_override(presets.CALLBACK_KEY, presets.CPU_PRESET)}' for an app whose "
                            "primary config is a dataclass.")
     session = Session(**session_args(config))
-    return session.preview(), verdict.of_preview(session)
+    environ_now = {**os.environ, **{k: str(v) for k, v in session.env_set.items()}}
+    preview = session.preview()
+    return preview, verdict.of_preview(session.preset, session.plan, environ_now, session.name, session.cpu_override,
+                                       session.named)
 
 
 def measure_preflight(config: DictConfig) -> Report:

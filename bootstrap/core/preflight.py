@@ -59,15 +59,6 @@ def run(preset: EnvConfig, plan: Plan, device: str, group: Any, key: str, always
     return check.run(wanted)
 
 
-def attach(report: records.Report, record: Optional[records.Preflight]) -> None:
-    """The check's record into the job's; its time apart from the bootstrap's own start-up time."""
-    report.preflight = record
-    if record is not None and record.seconds is not None:
-        report.timings.preflight_s = record.seconds
-        if report.timings.bootstrap_s is not None:
-            report.timings.bootstrap_s = round(max(0.0, report.timings.bootstrap_s - record.seconds), 4)
-
-
 def refusal(record: records.Preflight, key: str) -> Optional[str]:
     """The message the job stops with, or None when the record lets it train."""
     return message(record, key) if stops(record) else None

@@ -24,7 +24,7 @@ from typing import Any, Collection, List, Mapping, Optional, Sequence
 from bootstrap.core import active, agreement, preflight, presets, report, runtime, schema, verdict, versions
 from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan, make_plan
-from bootstrap.core.report import Applied, JobInfo, JobStatus
+from bootstrap.core.report import Applied, JobEnd, JobInfo, JobStatus
 from bootstrap.distributed import frameworks, launcher, seeding
 from bootstrap.distributed.group import GroupState
 from bootstrap.distributed.group import in_use as group_in_use
@@ -177,10 +177,9 @@ class Session:
         checks = versions.check(self.preset.requires, found, plan.device_type)
         no_gpu = self._device(plan, found)
         warnings += [no_gpu] if no_gpu else []
-        preview = report.build(self._job(), plan, self.device, found, checks, None, warnings,
-                               time.perf_counter() - started, JobStatus.PREVIEW, self._lint(found))
-        preview.preflight = preflight.expected(self.preset)
-        return preview
+        took = time.perf_counter() - started
+        return report.build(self._job(), plan, self.device, found, checks, None, warnings, took, JobStatus.PREVIEW,
+                            self._lint(found), preflight=preflight.expected(self.preset))
 
     # -- applying ----------------------------------------------------------------------------
     @_naming_preset
@@ -282,8 +281,8 @@ class Session:
         except BaseException as error:
             teardown = self._undo()
             if teardown is not None and self.report is not None:  # refused once the group existed (the preflight)
-                self.report.distributed.teardown = teardown.value
-                self._write(self.report)
+                self._end(JobEnd(self.report.job.status or JobStatus.CHECK_FAILED, error=self.report.job.error,
+                                 teardown=teardown))
             if isinstance(error, (KeyboardInterrupt, SystemExit)) and self.report is None:
                 try:  # a signal before the job started (a rendezvous waiting for a peer): say so
                     self._record(plan, found or versions.detect(), checks, None, warnings, started,
@@ -311,10 +310,9 @@ class Session:
                 started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None,
                 lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> None:
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
-                                   time.perf_counter() - started, status, lint, started_ns)
-        self.report.distributed.agreement = self._agreement
-        preflight.attach(self.report, self._preflight)
-        self._write(self.report, error=self.named(error))
+                                   time.perf_counter() - started, status, lint, started_ns, self._agreement,
+                                   self._preflight)
+        self._end(JobEnd(status, error=self.named(error)))
 
     # -- closing -----------------------------------------------------------------------------
     def _close_interrupted(self) -> None:
@@ -329,57 +327,57 @@ class Session:
         with sigterm_held():  # a SIGTERM now waits until the process is restored (torchrun's, after a peer failed)
             for session in reversed(active.inside(self)):
                 session.close(JobStatus.FAILED, error="closed because an outer session was closed first")
-            status = JobStatus(status)
+            job_end = JobEnd(JobStatus(status), metrics, error)
             try:  # a record must never keep the process from being restored
-                error = self._record_end(status, error)
+                self._task_effects(job_end)
+                self._failure(job_end)
             except Exception as record_error:  # noqa: BLE001 - the store may be gone with a peer: still restore
                 log.warning("could not record the task's effects or the failing rank: %s", record_error)
             finally:  # also when Ctrl-C comes while the dumps are gathered
-                teardown = self._undo()
-                if self.report is not None:  # whatever the task returned, the record ends (report.finish)
-                    if teardown is not None:
-                        self.report.distributed.teardown = teardown.value
-                    self._write(self.report, status, metrics, error)
+                job_end.teardown = self._undo()
+                if self.report is not None:  # whatever the task returned, the record ends
+                    self._end(job_end)
 
-    def _record_end(self, status: JobStatus, error: Any) -> Any:
-        """What the task changed, and on a failure the dumps and which rank failed first. Returns the
-        error as the report will say it (the failing rank's, when a peer failed first)."""
-        self._record_task_effects()
+    def _failure(self, job_end: JobEnd) -> None:
+        """On a failure under a group: the dumps, and which rank failed first (the error becomes the failing
+        rank's, when a peer failed first)."""
+        status, error = job_end.status, job_end.error
         first = None
         if status is JobStatus.FAILED and error is not None and self._group is not None \
                 and self._group.state is GroupState.CREATED and self.world_size > 1:
             from bootstrap.distributed import group
 
             first = group.claim_first_failure(self.rank, _text(error))  # at once: peers read it
-        finding = self._forensics(status, error)
+        job_end.hang = self._forensics(status, error)
         if first is not None:
-            error = group.attribute_failure(self.rank, _text(error), first, finding)
-        return error
+            job_end.error = group.attribute_failure(self.rank, _text(error), first,
+                                                    job_end.hang.finding if job_end.hang else None)
 
-    def _forensics(self, status: JobStatus, error: Any) -> Optional[str]:
+    def _forensics(self, status: JobStatus, error: Any) -> Optional[records.Hang]:
         """A job that did not complete under a process group: every rank's flight-recorder dump, and
-        what they show (the report's ``group.hang``). Returns the finding, for torchrun's summary."""
+        what they show (the report's ``distributed.hang``)."""
         if status is JobStatus.COMPLETED or self._recorder is None or self.report is None:
             return None
         reason = f"job {status.value}" + (f": {type(error).__name__}" if isinstance(error, BaseException) else "")
-        self.report.distributed.hang = hang = self._recorder.collect(reason)
-        return hang["finding"] if hang else None
+        return self._recorder.collect(reason)
 
     def _end_stuck(self, signum: int) -> None:
         """In the watcher thread: SIGTERM came while the main thread is blocked in a collective, and its
         handler never ran. Record the job as interrupted, with what the dumps show, and exit."""
         try:
-            finding = self._forensics(JobStatus.INTERRUPTED, None)
+            hang = self._forensics(JobStatus.INTERRUPTED, None)
             message = f"rank {self.rank} stopped by {signal.Signals(signum).name} while blocked in a collective" + \
-                (f": {finding}" if finding else "")
+                (f": {hang.finding}" if hang and hang.finding else "")
             from bootstrap.distributed import group
 
             group.write_elastic_error_file(message, int(time.time()))
-            self._write(self.report, JobStatus.INTERRUPTED, error=message)
+            if self.report is not None:
+                self._end(JobEnd(JobStatus.INTERRUPTED, error=message, hang=hang))
         finally:
             os._exit(128 + signum)
 
-    def _record_task_effects(self) -> None:
+    def _task_effects(self, job_end: JobEnd) -> None:
+        """What the task changed: the group in use now (a framework's too), its own thread count, a re-seed."""
         if self.report is None:
             return
         from bootstrap.distributed import group
@@ -387,9 +385,9 @@ class Session:
         readers.current_state()  # remembers a live group: some variables are read at the first one only
         made_here = self._group is not None and self._group.state is GroupState.CREATED
         seed_now = seeding.torch_seed()
-        report.record_end(self.report, group_at_end=group.group_in_use(made_here),
-                          intra_op_now=runtime.intra_op_now(),
-                          task_seed=seed_now if self._torch_seed is not None and seed_now != self._torch_seed else None)
+        job_end.group_at_end = group.group_in_use(made_here)
+        job_end.intra_op_now = runtime.intra_op_now()
+        job_end.task_seed = seed_now if self._torch_seed is not None and seed_now != self._torch_seed else None
 
     def _undo(self):
         """Put the process back (see ProcessChanges.undo); returns what became of the group."""
@@ -401,10 +399,12 @@ class Session:
         finally:
             self._release_logs()
 
-    def _write(self, record: Report, status: Optional[JobStatus] = None, metrics: Any = None,
-               error: Any = None) -> None:
-        if status is not None or error is not None:
-            report.finish(record, status or JobStatus(record.job.status), metrics, error)
+    def _end(self, job_end: JobEnd) -> None:
+        """The record's end, in one call (report.end), then written."""
+        report.end(self.report, job_end)
+        self._write(self.report)
+
+    def _write(self, record: Report) -> None:
         if self.output_dir is not None:  # rank N of a world writes bootstrap.rank<N>.json; cleaned on the way out
             outbound.write_json(self.output_dir / report.report_name(self.rank, self.world_size), record.to_json())
 

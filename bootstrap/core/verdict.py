@@ -24,10 +24,14 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, LintError, MismatchError
 from bootstrap.doors.masking import masked
+
+if TYPE_CHECKING:
+    from bootstrap.core.plan import Plan
+    from bootstrap.core.schema import EnvConfig
 
 
 @dataclass(frozen=True)
@@ -124,15 +128,14 @@ def mismatch_warning(preset_name: str, checks: Sequence[Any]) -> Optional[str]:
     return versions.mismatch_message(preset_name, list(checks), warn=True)
 
 
-def of_preview(session: Any) -> List[Refusal]:
-    """Every reason the job would stop, for a session whose ``preview()`` has run (the doctor).
-    Hydra's ``env_set`` counts as already in the environment, as it is when a job starts."""
-    import os
-
+def of_preview(preset: EnvConfig, plan: Plan, environ_now: Mapping[str, str], name: str, cpu_override: bool,
+               named: Callable[[str], str]) -> List[Refusal]:
+    """Every reason the job would stop, for the doctor's preview: its preset and plan, the environment the job
+    would start in (Hydra's ``env_set`` counted in, as it is when a job starts), the preset's name, whether
+    ``device=cpu`` was overridden, and how a message names the preset's key."""
     from bootstrap.core import versions
 
-    environ_now = {**os.environ, **{k: str(v) for k, v in session.env_set.items()}}
-    refusals = before_apply(session.preset, session.plan, environ_now)
-    checks = versions.check(session.preset.requires, versions.detect(), session.plan.device_type)
-    mismatch = after_checks(session.preset, session.name, checks, cpu_override=session.cpu_override)
-    return [replace(r, message=session.named(r.message)) for r in refusals + ([mismatch] if mismatch else [])]
+    refusals = before_apply(preset, plan, environ_now)
+    checks = versions.check(preset.requires, versions.detect(), plan.device_type)
+    mismatch = after_checks(preset, name, checks, cpu_override=cpu_override)
+    return [replace(r, message=named(r.message)) for r in refusals + ([mismatch] if mismatch else [])]

@@ -35,7 +35,7 @@ import torch.distributed as dist
 
 from bootstrap.distributed import hang
 from bootstrap.distributed.dumps import DUMP_PREFIX
-from bootstrap.doors import outbound
+from bootstrap.doors import outbound, records
 
 log = logging.getLogger(__name__)
 REQUEST_KEY = "hydra_train_bootstrap/fr_dump_request"  # in the group's store: who asked for dumps
@@ -131,7 +131,7 @@ class JobRecorder:
         its own request reaches its own watcher too, and would overwrite the dump's reason."""
         return None if self._ending else self.dump("asked by a peer that failed")
 
-    def collect(self, reason: str) -> Optional[dict]:
+    def collect(self, reason: str) -> Optional[records.Hang]:
         """On a job's failed or interrupted end: this rank's dump, every other rank's (asked for through
         the store, waited for up to PEERS_S), and what they show, as the report's ``distributed.hang``."""
         self._ending = True
@@ -142,10 +142,10 @@ class JobRecorder:
             wait_for_dumps(self.dump_dir, self.world_size, self.since_ns, min(PEERS_S, self.timeout_s))
         # This job's dumps only: one left by an earlier run in a reused directory is stale, not this job's.
         found = hang.findings(self.dump_dir, since_ns=self.since_ns, world_size=self.world_size)
-        if mine is None and not found["dumps"]:
+        if mine is None and not found.dumps:
             return None
-        if found["finding"]:
-            log.error("flight recorder: %s (python -m bootstrap hang %s)", found["finding"], self.dump_dir)
+        if found.finding:
+            log.error("flight recorder: %s (bootstrap hang %s)", found.finding, self.dump_dir)
         return found
 
 

@@ -21,25 +21,12 @@ from bootstrap.distributed.launcher import Launch
 from bootstrap.distributed.waits import Deadline
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import BootstrapError
-from bootstrap.doors.textenum import TextEnum
+from bootstrap.doors.statuses import GroupState, Teardown
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-class GroupState(TextEnum):
-    """``distributed.process_group``: the default process group when the job started."""
-
-    CREATED = "created"  # the bootstrap made it (and destroys it at job end)
-    EXISTING = "existing"  # someone else's (the app's, Ray's): used, left alone
-    NONE = "none"
-
-
-class Teardown(TextEnum):
-    """``distributed.teardown``: what the bootstrap did with the group at job end."""
-
-    DESTROYED = "destroyed"
-    LEFT = "left"  # not the bootstrap's to destroy
 
 
 def export_rendezvous(launch: Launch, environ: MutableMapping[str, str] = os.environ) -> None:

@@ -26,6 +26,15 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from bootstrap.doors import inbound
 from bootstrap.doors.inbound import Unreadable
+from bootstrap.doors.statuses import (
+    AgreementStatus,
+    ComputeVerdict,
+    GroupOwner,
+    GroupState,
+    JobStatus,
+    PreflightStatus,
+    Teardown,
+)
 from bootstrap.doors.torch_settings import SETTINGS
 from bootstrap.doors.typed import Count
 from bootstrap.doors.typed import Section as _Section
@@ -33,6 +42,8 @@ from bootstrap.doors.typed import section as _section
 from bootstrap.doors.typed import when_set as _when_set
 
 SCHEMA_VERSION = 3
+# What each version added that an earlier report cannot show: what `bootstrap diff` leaves out between versions.
+ADDED_IN = {2: ("the lint", "node_rank", "global_seed"), 3: ("the preflight check",)}
 REPORT_NAME = "bootstrap.json"
 
 
@@ -123,7 +134,7 @@ Torch = _section(type("Torch", (_Section,), {
 class GroupAtEnd(_Section):
     """``distributed.group_at_end``: the process group in use when the job ended, whoever made it."""
 
-    owner: Optional[str] = None  # bootstrap | framework
+    owner: Optional[GroupOwner] = None
     backend: Optional[str] = None
     world_size: Optional[Count] = None
     rank: Optional[Count] = None
@@ -153,7 +164,7 @@ class Difference(_Section):
 class Agreement(_Section):
     """``distributed.agreement``: did the ranks start alike (docs/distributed.md#ranks-that-disagree)."""
 
-    status: str = "not_checked"  # agreed | differs | stopped | off | single | not_checked
+    status: AgreementStatus = AgreementStatus.NOT_CHECKED
     policy: Optional[str] = None  # env.distributed.agree: error | warn | off
     via: Optional[str] = None  # store | group_store | rank0_report
     when: Optional[str] = None  # the moment of the comparison, in words
@@ -165,6 +176,25 @@ class Agreement(_Section):
     more_differences: Count = _when_set(0)  # differences beyond those listed (a peer that differs in thousands)
     message: Optional[str] = None  # what the job logged or stopped with
     note: Optional[str] = None  # why it was not compared
+
+
+@_section
+class Hang(_Section):
+    """``distributed.hang``: what the flight recorder's dumps of a failed run show (docs/hangs.md); every text
+    one cleaned line."""
+
+    dump_dir: str = ""  # where the dumps are (``bootstrap hang DUMP_DIR``)
+    dumps: List[str] = field(default_factory=list)  # this run's dumps, by name
+    ranks: List[Count] = field(default_factory=list)  # ranks with a readable dump of this run
+    world_size: Optional[Count] = None
+    finding: Optional[str] = None  # the findings as one line (torchrun's summary); null: no divergence
+    findings: List[str] = field(default_factory=list)  # one sentence each
+    groups: List[str] = field(default_factory=list)  # one line per process group: the last collective in common
+    missing: Optional[str] = None  # ranks of the world without a dump of this run, as ranges
+    stale: List[str] = field(default_factory=list)  # dumps from an earlier run: left in place, not analysed
+    unreadable: List[str] = field(default_factory=list)  # "name: reason"
+    notes: List[str] = field(default_factory=list)  # what was not analysed, and why
+    run_started_ns: Optional[int] = None  # the run's start the dumps were judged by; null: unknown
 
 
 @_section
@@ -181,11 +211,11 @@ class Distributed(_Section):
     master_port: Optional[int] = None
     job_id: Optional[str] = None
     backend: Optional[str] = None
-    process_group: str = "none"  # created | existing | none, when the job started
-    teardown: Optional[str] = None  # destroyed | left, at job end
+    process_group: GroupState = GroupState.NONE  # when the job started
+    teardown: Optional[Teardown] = None  # at job end
     mesh: Optional[Dict[str, Count]] = None
     group_at_end: Optional[GroupAtEnd] = None
-    hang: Optional[Dict[str, Any]] = None  # bootstrap.distributed.hang's findings, as it writes them
+    hang: Optional[Hang] = None  # after a failure under a group: what the flight recorder's dumps show
     agreement: Optional[Agreement] = None  # null in a report written before the check existed, and in a preview
 
 
@@ -195,7 +225,7 @@ class PreflightRank(_Section):
 
     rank: Count
     host: str = ""
-    compute: str = "not_run"  # ok | not_finite | wrong | not_run: the matmul's result against float64
+    compute: ComputeVerdict = ComputeVerdict.NOT_RUN  # the matmul's result against float64
     tflops: Optional[float] = None  # the matmul's speed
     busbw_gbps: Optional[float] = None  # the world's all_reduce, as this rank timed it (largest message)
     node_busbw_gbps: Optional[float] = None  # the all_reduce within its node (more than one node only)
@@ -223,7 +253,7 @@ class PreflightFinding(_Section):
 class Preflight(_Section):
     """``preflight``: did every rank compute right and fast, and the network carry what the preset expects."""
 
-    status: str = "skipped"  # ok | slow | faulty | skipped
+    status: PreflightStatus = PreflightStatus.SKIPPED
     mode: Optional[str] = None  # env.preflight.mode
     note: Optional[str] = None  # why it was skipped, or which part was
     budget_s: Optional[float] = None  # env.preflight.seconds (within distributed.timeout_s)
@@ -265,10 +295,10 @@ class Timings(_Section):
 
 @_section
 class Job(_Section):
-    """``job``: how the job ended (``status``: a ``bootstrap.core.report.JobStatus`` value) and the task's metrics."""
+    """``job``: how the job ended, and the task's metrics."""
 
     num: Optional[Count] = None
-    status: Optional[str] = None
+    status: Optional[JobStatus] = None
     metrics: Optional[Dict[str, float]] = None
     metrics_skipped: List[str] = _when_set(factory=list)
     error: Optional[str] = _when_set()
@@ -372,4 +402,7 @@ def read_report(path: os.PathLike) -> Report:
     try:
         return Report.from_json(upgraded(data))
     except Unreadable as error:
-        raise Unreadable(f"{os.path.basename(path)}: {error}") from None
+        version = data.get("schema_version") if type(data) is dict else None
+        newer = f" (written by a newer hydra-train-bootstrap, schema_version {version}; this one reads 1 to " \
+                f"{SCHEMA_VERSION}: upgrade it)" if type(version) is int and version > SCHEMA_VERSION else ""
+        raise Unreadable(f"{os.path.basename(path)}: {error}{newer}") from None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, NewType, Optional, Tuple
 
 from bootstrap.doors.inbound import MAX_DEPTH, Unreadable, bounded_depth
+from bootstrap.doors.textenum import TextEnum
 
 # A whole number from 0 to 2**53: a job number, a rank, a thread count. Past 2**53 it would not
 # survive a float in another reader, and none of these is ever that large.
@@ -156,10 +157,25 @@ _RANGE: Dict[Any, Tuple[int, int]] = {
 }
 
 
+def _one_of(enumeration: Any) -> Callable[[Any], Any]:
+    """A status field: its text, as the enumeration's member."""
+    members = enumeration._value2member_map_
+    expected = f"not one of {', '.join(members)}"
+
+    def read_member(value: Any) -> Any:
+        if type(value) is str and value in members:
+            return members[value]
+        raise Wrong(expected)
+
+    return read_member
+
+
 def _reader(hint: Any) -> Callable[[Any], Any]:
     """The reader for a field's type, made once when its section is defined."""
     if hint in _READERS:
         return _READERS[hint]
+    if isinstance(hint, type) and issubclass(hint, TextEnum):
+        return _one_of(hint)
     if isinstance(hint, type) and hasattr(hint, "_read"):  # a section
         return hint._read
     origin, args = typing.get_origin(hint), typing.get_args(hint)

@@ -21,6 +21,7 @@ from bootstrap.distributed.ranks import Ranks
 from bootstrap.distributed.waits import Deadline
 from bootstrap.doors import inbound, outbound, records
 from bootstrap.doors.errors import PRESET
+from bootstrap.doors.statuses import ComputeVerdict
 from bootstrap.preflight import figures as rank_figures
 from bootstrap.preflight import measure, nccl_log
 from bootstrap.preflight.figures import Compute, RankFigures
@@ -158,7 +159,8 @@ def _listed(world: Sequence[RankFigures], own: RankFigures, slowest: Optional[Ra
 
 
 def _as_record(rank: RankFigures) -> records.PreflightRank:
-    return records.PreflightRank(rank=rank.rank, host=rank.host, compute=Compute(rank.compute).name.lower(),
+    compute = ComputeVerdict(Compute(rank.compute).name.lower())
+    return records.PreflightRank(rank=rank.rank, host=rank.host, compute=compute,
                                  tflops=rank.tflops, busbw_gbps=rank.busbw_gbps,
                                  node_busbw_gbps=rank.node_busbw_gbps)
 

@@ -20,6 +20,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import PRESET
+from bootstrap.doors.statuses import PreflightStatus as Status
 from bootstrap.preflight.figures import Compute, RankFigures
 from bootstrap.preflight.request import Floors
 
@@ -33,13 +34,6 @@ MAX_NAMED = 8  # ranks a finding names with their figures; the rest are counted
 # doubled or of the wrong sign costs about |c| / (|a_i| |b_j|) ~ 0.7 / sqrt(n), 7.5e-3 at n = 8192, above
 # the TF32 tolerance, and a flipped exponent bit or a garbage tile far more.
 TOLERANCE = {"highest": 1e-5, "high": 1e-3, "medium": 5e-3}
-
-
-class Status:
-    OK = "ok"
-    SLOW = "slow"
-    FAULTY = "faulty"
-    SKIPPED = "skipped"
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Keep a sweep's winner as a preset (``python -m bootstrap tune``, :mod:`bootstrap.cli.tune`).
+"""Keep a sweep's winner as a preset (``bootstrap tune``, :mod:`bootstrap.cli.tune`).
 
 Reads the latest sweep's per-job reports (a reused sweep directory's older jobs are left
 out, see :func:`bootstrap.sweep.summary.scan`), takes the completed job that did best on the
@@ -233,7 +233,7 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
     found = report.found
     not_preset = [k for k in varied if not k.startswith(f"{key}.") and k != key]
     header = [
-        f"Tuned by `python -m bootstrap tune` on {time.strftime('%Y-%m-%d')} from {sweep_dir.resolve()}",
+        f"Tuned by `bootstrap tune` on {time.strftime('%Y-%m-%d')} from {sweep_dir.resolve()}",
         f"machine: {_fact(found.cpus)} CPUs (affinity {_fact(found.cpu_affinity)}), "
         f"{_fact(found.gpu_names) if found.gpu_names else 'no GPU'}, "
         f"torch {_fact(found.torch)}, python {_fact(found.python)}",

@@ -168,6 +168,6 @@ def test_compare_lists_each_differing_fact_once_in_section_order():
 
 
 def test_the_main_entry_point_knows_the_command():
-    from bootstrap.__main__ import COMMANDS
+    from bootstrap.cli.commands import COMMANDS
 
     assert COMMANDS["diff"] == "diff"

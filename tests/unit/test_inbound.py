@@ -30,7 +30,8 @@ def _files(tmp_path, depth: int):
     """The same nesting as each kind of file the package reads."""
     text = _nested(depth)
     json_file, yaml_file, pickled = tmp_path / "r.json", tmp_path / "h.yaml", tmp_path / "comm_lib_trace_rank_0"
-    json_file.write_text('{"schema_version": 2, "distributed": {"hang": ' + text + "}}")
+    # In a field of the report (a key the report does not know is ignored, whatever it holds)
+    json_file.write_text('{"schema_version": 3, "distributed": {"hang": {"dumps": ' + text + "}}}")
     yaml_file.write_text("hydra: " + text)
     nested: object = 1
     for _ in range(min(depth, 300)):  # pickle itself recurses while dumping: 300 deep is past the bound

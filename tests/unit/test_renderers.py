@@ -58,10 +58,14 @@ def hostile(side: str) -> dict:
         "var.MY_SECRET_KEY": PLANTED["MY_SECRET_KEY"], "var.WANDB_API_KEY": PLANTED["WANDB_API_KEY"],
         "var.NCCL_SOCKET_IFNAME": "eth0" if side == "a" else "eth0\t", f"var.X\n{FORGED}": "v",
         **{f"var.NCCL_K{i}": "a" * 300 + side for i in range(3000)}}}
-    data["distributed"]["hang"] = {"password": PLANTED["hang"], "deep": _deep(DEEP)}
+    data["distributed"]["hang"] = {"dump_dir": f"/runs/x\n{FORGED} dump_dir", "dumps": ["comm_lib_trace_rank_0"],
+                                   "finding": f"password={PLANTED['hang']}\n{FORGED} finding",
+                                   "findings": [f"password={PLANTED['hang']}\n{FORGED} finding"] * 50,
+                                   "notes": [f"token={PLANTED['hang']}\n{FORGED} note" + "x" * 9000]}
+    data["distributed"]["from_a_later_version"] = _deep(DEEP)  # a key this version does not know: ignored
     data["warnings"] = [f"token={PLANTED['warning']}\n{FORGED} warning"]
     data["preflight"] = {
-        "status": f"slow\n{FORGED} status", "mode": "error", "note": f"token={PLANTED['preflight']}\n{FORGED} note",
+        "status": "slow", "mode": "error", "note": f"token={PLANTED['preflight']}\n{FORGED} note",
         "median_tflops": 2.0 if side == "a" else 3.0, "network": f"IB\n{FORGED} network",
         "slowest": {"rank": 1, "host": f"h\n{FORGED} host password={PLANTED['preflight']}", "tflops": 0.5},
         "ranks": [{"rank": r, "host": f"h{r}\n{FORGED} host", "tflops": 1.0} for r in range(3000)],
