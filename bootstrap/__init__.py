@@ -6,9 +6,17 @@
     hydra/callbacks=bootstrap                        # in a Hydra app
 """
 
+from typing import TYPE_CHECKING, Any
+
 from bootstrap.core.schema import EnvConfig
 from bootstrap.core.schema import register as _register_schema
 from bootstrap.doors.errors import BootstrapError, ConfigError, MismatchError, PreflightError
+
+if TYPE_CHECKING:  # what __getattr__ gives, for a type checker (it imports them on first use)
+    from bootstrap.adapter.callback import BootstrapCallback
+    from bootstrap.core.session import Session, current, initialize
+
+    __version__: str
 
 _register_schema()
 
@@ -16,7 +24,7 @@ __all__ = ["BootstrapCallback", "BootstrapError", "ConfigError", "EnvConfig", "M
            "Session", "current", "initialize"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # Import torch-touching parts on first use, so ``import bootstrap`` (done by the
     # config schema's registration) stays cheap for tools that never apply a preset.
     if name in ("Session", "current", "initialize"):

@@ -2,12 +2,13 @@
 
 import importlib
 import sys
+from typing import List, Optional
 
 # command -> bootstrap.cli.<module>
 COMMANDS = {"doctor": "doctor", "tune": "tune", "lint": "lint_presets", "hang": "hang", "diff": "diff"}
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] not in COMMANDS:
         from bootstrap.doors import outbound

@@ -10,6 +10,7 @@ Exit status: 0 the same, 1 they differ, 2 bad usage or a report that cannot be r
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -93,7 +94,7 @@ def _read(given: str, rank: int) -> Tuple[Path, records.Report]:
         raise Usage(f"{given}: cannot be read ({error})") from None
 
 
-def _here(a_report: records.Report, args) -> records.Report:
+def _here(a_report: records.Report, args: argparse.Namespace) -> records.Report:
     """The doctor's preview with ``args.rest`` as overrides, or A's own."""
     from bootstrap.core import compose, jobconfig
 
@@ -163,7 +164,7 @@ def format_text(a: str, b: str, differences: Dict[str, List[Dict[str, str]]], ev
     return "\n".join(lines)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     a_path, a_report = _read(args.a, args.rank)
     a_facts = job_facts.facts(a_report, a_path.parent)
     if args.here:
