@@ -19,7 +19,7 @@ import signal
 import time
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Collection, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Collection, List, Mapping, Optional, Sequence, TypeVar
 
 from bootstrap.core import active, agreement, preflight, presets, report, runtime, schema, verdict, versions
 from bootstrap.core.changes import ProcessChanges, sigterm_held
@@ -33,32 +33,21 @@ from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, Disagree
 from bootstrap.doors.records import Report
 from bootstrap.variables import environ, readers
 
-if TYPE_CHECKING:  # (annotations are not evaluated at run time here)
-    from typing import Callable, Concatenate, ParamSpec, TypeVar
-
-    from torch.distributed import Store
-
-    from bootstrap.core.auto import Choice
-    from bootstrap.distributed.flightrec import JobRecorder
-    from bootstrap.distributed.group import ProcessGroup, Teardown
-
-    _P = ParamSpec("_P")
-    _R = TypeVar("_R")
-
 log = logging.getLogger(__name__)
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
-def _naming_preset(method: Callable[Concatenate[Session, _P], _R]) -> Callable[Concatenate[Session, _P], _R]:
+def _naming_preset(method: _Method) -> _Method:
     """The boundary where an error's message names the preset as the job does (``self.key``): once."""
     @wraps(method)
-    def named(self: Session, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    def named(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
         except BootstrapError as error:
             error.under(self.key)
             raise
 
-    return named
+    return named  # type: ignore[return-value]  # with method's signature (functools.wraps)
 
 
 class Session:
@@ -93,15 +82,15 @@ class Session:
         self.report: Optional[Report] = None  # the job's record (bootstrap.json) once apply() has made it
         self.plan: Optional[Plan] = None
         self.launch: Optional[launcher.Launch] = None
-        self.resolved: Optional[Choice] = None  # env=auto: the auto.Choice it made
+        self.resolved = None  # env=auto: the auto.Choice it made
         self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
         self.data_seed = self.preset.seed
         self.preset_digest: Optional[str] = None  # presets.digest of the preset the plan was made from
         self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
-        self._recorder: Optional[JobRecorder] = None  # under a process group
+        self._recorder = None  # flightrec.JobRecorder, under a process group
         self._changes: Optional[ProcessChanges] = None  # while applied
         self._masking_logs = False  # holds outbound.MaskedLogs while applied
-        self._agreement: Optional[records.Agreement] = None  # did the ranks start alike (set by apply())
+        self._agreement = None  # records.Agreement: did the ranks start alike (set by apply())
         self._preflight: Optional[records.Preflight] = None  # did every rank compute right and fast (apply())
         self.preflight_always = False  # measure even a lone process with no floor (bootstrap doctor --preflight)
 
@@ -115,7 +104,7 @@ class Session:
         return self._group.mesh if self._group is not None else None
 
     @property
-    def _group(self) -> Optional[ProcessGroup]:
+    def _group(self):
         return self._changes.group if self._changes is not None else None
 
     def __enter__(self) -> "Session":
@@ -183,7 +172,6 @@ class Session:
         """The report ``apply()`` would write, worked out without changing the process (``bootstrap doctor``).
 
         Hydra's ``env_set`` counts as already in the environment, as it is when a job starts."""
-        warnings: List[str]
         started, warnings = time.perf_counter(), []
         plan = self._make_plan({**os.environ, **{k: str(v) for k, v in self.env_set.items()}}, warnings)
         found = versions.detect()
@@ -217,7 +205,6 @@ class Session:
             outbound.MaskedLogs.release()
 
     def _apply(self) -> None:
-        warnings: List[str]
         started, warnings = time.perf_counter(), []
         started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
         self._agreement = self._preflight = self.report = None  # this start's (a session may be applied again)
@@ -241,12 +228,11 @@ class Session:
             # creates the CUDA context, which reads CUDA_* variables.
             found = versions.detect()
             checks = versions.check(self.preset.requires, found, plan.device_type)
-            # (refused: a list above, one refusal here)
-            refused = verdict.after_checks(self.preset, self.name, checks, cpu_override=self.cpu_override)  # type: ignore[assignment]
+            refused = verdict.after_checks(self.preset, self.name, checks, cpu_override=self.cpu_override)
             if refused:
-                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, refused.message,  # type: ignore[attr-defined]
+                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, refused.message,
                              started_ns=started_ns)
-                raise refused.exception()  # type: ignore[attr-defined]
+                raise refused.exception()
             _warn(warnings, self.named(verdict.mismatch_warning(self.name, checks)))
             _warn(warnings, self._device(plan, found))
             device = self.device
@@ -257,19 +243,17 @@ class Session:
                 from bootstrap.distributed import group
 
                 group.export_rendezvous(plan.launch)
-            # The reset above narrows these to None for a type checker, which does not see _agree(), start() and
-            # _record() set them: hence the ignores down to the report's table.
             store = self._agree(plan, found, intra, inter)  # before anything that could hang on a difference
-            if self._agreement.status == agreement.Status.STOPPED:  # type: ignore[attr-defined]
+            if self._agreement.status == agreement.Status.STOPPED:
                 self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED,
-                             self._agreement.message, started_ns=started_ns)  # type: ignore[attr-defined]
-                raise DisagreementError(self._agreement.message)  # type: ignore[attr-defined]
-            _warn(warnings, self._agreement.message)  # type: ignore[attr-defined]
+                             self._agreement.message, started_ns=started_ns)
+                raise DisagreementError(self._agreement.message)
+            _warn(warnings, self._agreement.message)
             if plan.distributed:
                 self._changes.group = group.start(plan.launch, plan.backend_for(device),
                                                   self.preset.distributed.timeout_s, device, plan.mesh,
                                                   plan.create_group, store)
-                group_state, backend = self._group.state, self._group.backend  # type: ignore[union-attr]
+                group_state, backend = self._group.state, self._group.backend
             if plan.dump_dir:
                 from bootstrap.distributed import flightrec
 
@@ -295,7 +279,7 @@ class Session:
             applied = Applied(intra, inter, tuple(seeded), group_state, backend, self.mesh is not None)
             self._record(plan, found, checks, applied, warnings, started, lint=findings,  # unwritable: fails the job
                          started_ns=started_ns)
-            log.info("bootstrap\n%s", report.format_table(self.report))  # type: ignore[arg-type]
+            log.info("bootstrap\n%s", report.format_table(self.report))
         except BaseException as error:
             teardown = self._undo()
             if teardown is not None and self.report is not None:  # refused once the group existed (the preflight)
@@ -310,13 +294,12 @@ class Session:
                     log.warning("could not record the interrupted start: %s", write_error)
             raise
 
-    def _agree(self, plan: Plan, found: versions.Found, intra_op: int, inter_op: int) -> Optional[Store]:
+    def _agree(self, plan: Plan, found: versions.Found, intra_op: int, inter_op: int) -> Any:
         """Compare this rank with rank 0 (``self._agreement``); returns the store it made for the group, if any."""
         facts = agreement.Facts(
             versions={"python": found.python, "torch": found.torch, "cuda": found.cuda, "cudnn": found.cudnn,
                       "nccl": found.nccl, "hip": found.hip, "bootstrap": found.bootstrap},
-            # _make_plan set the digest
-            preset=self.name, preset_digest=self.preset_digest, device_type=plan.device_type,  # type: ignore[arg-type]
+            preset=self.name, preset_digest=self.preset_digest, device_type=plan.device_type,
             intra_op=intra_op, inter_op=inter_op, torch=plan.torch, debug_level=runtime.debug_level())
         self._agreement, store = agreement.check(
             self.preset.distributed.agree.value, plan.launch, facts, self.output_dir,
@@ -325,8 +308,7 @@ class Session:
         self._agreement.message = self.named(self._agreement.message)
         return store
 
-    def _record(self, plan: Plan, found: versions.Found, checks: Sequence[versions.Check],
-                applied: Optional[Applied], warnings: List[str],
+    def _record(self, plan: Plan, found: versions.Found, checks: list, applied: Optional[Applied], warnings: List[str],
                 started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None,
                 lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> None:
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
@@ -394,8 +376,7 @@ class Session:
             from bootstrap.distributed import group
 
             group.write_elastic_error_file(message, int(time.time()))
-            # None only when stuck before the start was recorded: it then raises, and the exit follows anyway
-            self._write(self.report, JobStatus.INTERRUPTED, error=message)  # type: ignore[arg-type]
+            self._write(self.report, JobStatus.INTERRUPTED, error=message)
         finally:
             os._exit(128 + signum)
 
@@ -411,7 +392,7 @@ class Session:
                           intra_op_now=runtime.intra_op_now(),
                           task_seed=seed_now if self._torch_seed is not None and seed_now != self._torch_seed else None)
 
-    def _undo(self) -> Optional[Teardown]:
+    def _undo(self):
         """Put the process back (see ProcessChanges.undo); returns what became of the group."""
         active.remove(self)
         self._recorder = None
