@@ -9,6 +9,8 @@ Importing the package registers the ``env`` group's schema in Hydra's ConfigStor
 names that need torch are imported on first use.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from bootstrap.core.schema import EnvConfig
 from bootstrap.core.schema import register as _register_schema
 from bootstrap.doors.errors import (
@@ -20,6 +22,12 @@ from bootstrap.doors.errors import (
     PreflightError,
 )
 from bootstrap.doors.statuses import JobStatus
+
+if TYPE_CHECKING:  # what __getattr__ gives, for a type checker (it imports them on first use)
+    from bootstrap.adapter.callback import BootstrapCallback
+    from bootstrap.core.session import Session, current, initialize
+
+    __version__: str
 
 _register_schema()
 
@@ -35,7 +43,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # Import torch-touching parts on first use, so ``import bootstrap`` (done by the
     # config schema's registration) stays cheap for tools that never apply a preset.
     if name in ("Session", "current", "initialize"):

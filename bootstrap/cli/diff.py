@@ -10,10 +10,11 @@ Exit status: 0 the same, 1 they differ, 2 bad usage or a report that cannot be r
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from bootstrap.core import facts as job_facts
 from bootstrap.doors import outbound, records
@@ -93,7 +94,7 @@ def _read(given: str, rank: int) -> Tuple[Path, records.Report]:
         raise Usage(f"{given}: cannot be read ({error})") from None
 
 
-def _here(a_report: records.Report, args) -> records.Report:
+def _here(a_report: records.Report, args: argparse.Namespace) -> records.Report:
     """The doctor's preview with ``args.rest`` as overrides, or A's own."""
     from bootstrap.core import compose, jobconfig
 
@@ -163,9 +164,13 @@ def format_text(a: str, b: str, differences: Dict[str, List[Dict[str, str]]], ev
     return "\n".join(lines)
 
 
-def _versions_apart(a: records.Report, b: Optional[records.Report]) -> Tuple[List[str], set]:
+FactNames = Set[Tuple[str, Optional[str]]]  # (section, fact), None for the whole section
+
+
+def _versions_apart(a: records.Report, b: Optional[records.Report]) -> Tuple[List[str], FactNames]:
     """Notes on what two reports of different schema versions cannot compare, and the facts left out."""
-    notes, left_out = [], set()
+    notes: List[str] = []
+    left_out: FactNames = set()
     for side, report in (("A", a), ("B", b)):
         if report is not None and report.schema_version > records.SCHEMA_VERSION:
             notes.append(f"{side} was written by a newer hydra-train-bootstrap (schema_version "
@@ -180,17 +185,18 @@ def _versions_apart(a: records.Report, b: Optional[records.Report]) -> Tuple[Lis
     return notes, left_out
 
 
-# records.ADDED_IN, as the facts they show: (section, fact), None for the whole section
-_ADDED_FACTS = {2: {("lint", None), ("launch", "node_rank"), ("seeds", "global_seed")}, 3: {("preflight", None)}}
+# records.ADDED_IN, as the facts they show
+_ADDED_FACTS: Dict[int, FactNames] = {2: {("lint", None), ("launch", "node_rank"), ("seeds", "global_seed")},
+                                  3: {("preflight", None)}}
 
 
-def _leave_out(found: job_facts.Facts, left_out: set) -> job_facts.Facts:
+def _leave_out(found: job_facts.Facts, left_out: FactNames) -> job_facts.Facts:
     return {section: {} if (section, None) in left_out else
             {key: value for key, value in values.items() if (section, key) not in left_out}
             for section, values in found.items()}
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     a_path, a_report = _read(args.a, args.rank)
     a_facts = job_facts.facts(a_report, a_path.parent)
     if args.here:

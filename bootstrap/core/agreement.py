@@ -23,13 +23,19 @@ import json
 import os
 import socket
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from bootstrap.doors import outbound, records
 from bootstrap.doors.errors import PRESET, BootstrapError
 from bootstrap.doors.masking import MASK, masked
 from bootstrap.doors.statuses import AgreementStatus as Status
 from bootstrap.variables import agreement as variable_kinds  # imports no table until asked
+
+if TYPE_CHECKING:
+    from torch.distributed import Store
+
+    from bootstrap.distributed.launcher import Launch
+
 
 # What stops a job under agree=error: these facts of the rank, and the variables' stopping kinds (the table's rule).
 STOPPING = ("version", "preset", "device", *sorted(variable_kinds.STOPPING))
@@ -228,7 +234,7 @@ def compare_with_report(reference: records.Report, own: Dict[str, str], rank: in
     not plan: an export in the task before the framework starts its ranks) must agree."""
     from bootstrap.distributed.agree_store import OddRank, differing
 
-    theirs = reference.distributed.agreement
+    theirs: records.Agreement = reference.distributed.agreement  # type: ignore[assignment]  # the caller checked
     left_out = {f"var.{name}" for name in (*planned, *reference.vars)}
 
     def compared(prints: Mapping[str, str]) -> Dict[str, str]:
@@ -249,7 +255,7 @@ def outcome(reference: Mapping[str, str], reference_host: str, odd: Sequence[Any
                              message=message(found, odd, odd_count, world_size, reference_host, more))
 
 
-def run_key(environ: Mapping[str, str], launch: Any, number: int, prefix: Optional[str] = None) -> str:
+def run_key(environ: Mapping[str, str], launch: Launch, number: int, prefix: Optional[str] = None) -> str:
     """One store key per check: the run, the restart, and the check's number in this process (each job of
     a one-process sweep checks again, in the same order on every rank). ``prefix``: the check's (default: this
     comparison's)."""
@@ -262,8 +268,8 @@ def run_key(environ: Mapping[str, str], launch: Any, number: int, prefix: Option
 _checks = [0]  # checks made by this process
 
 
-def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLike], creates_group: bool,
-          timeout_s: int, planned: Collection[str] = ()) -> Tuple[records.Agreement, Any]:
+def check(policy: str, launch: Launch, facts: Facts, output_dir: Optional[os.PathLike], creates_group: bool,
+          timeout_s: int, planned: Collection[str] = ()) -> Tuple[records.Agreement, Optional[Store]]:
     """Compare this rank with rank 0, the best way the launch allows. Returns the record (its ``status``
     says what to do) and the store it made, for the process group to use (None where it made none).
     ``planned``: the variables this job's plan decided (see :func:`compare_with_report`).
@@ -296,7 +302,7 @@ def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLi
         f"({PRESET}.distributed.init=never) and {launch.launcher.value} offers none"), **base), None
 
 
-def _exchange(facts: Facts, launch: Any, base: dict, via: str, when: str,
+def _exchange(facts: Facts, launch: Launch, base: dict, via: str, when: str,
               timeout_s: int) -> Tuple[records.Agreement, Any]:
     """Through the store the rendezvous makes (``via`` store) or the existing group's (``group_store``); every
     wait within one ``timeout_s``."""
@@ -309,7 +315,8 @@ def _exchange(facts: Facts, launch: Any, base: dict, via: str, when: str,
 
     def work():
         store = group.rendezvous_store(launch, deadline) if ours else group.default_store()
-        own_timeout = store.timeout  # the group's store keeps its own; a store made here gets the group's
+        # The group's store keeps its own timeout; a store made here gets the group's. (torch's stubs lack it.)
+        own_timeout = store.timeout  # type: ignore[attr-defined]
         try:
             return store, agree_store.exchange(store, key, launch.rank, launch.world_size, base["host"], policy,
                                                lambda salt: fingerprint(facts, os.environ, salted(salt)), deadline)
@@ -342,7 +349,7 @@ def _exchange(facts: Facts, launch: Any, base: dict, via: str, when: str,
     return _with(record, base, via=via, when=when), (store if ours else None)
 
 
-def _against_report(output_dir: Optional[os.PathLike], own: Dict[str, str], launch: Any, base: dict,
+def _against_report(output_dir: Optional[os.PathLike], own: Dict[str, str], launch: Launch, base: dict,
                     planned: Collection[str]) -> records.Agreement:
     from pathlib import Path
 

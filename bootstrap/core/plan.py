@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Collection, Dict, Mapping, Optional, Tuple
+from typing import Any, Collection, Dict, Mapping, Optional, Sequence, Tuple
 
 from bootstrap.core.schema import (
     AUTO,
@@ -212,7 +212,7 @@ def _threads(preset: EnvConfig, environ_now: Mapping[str, str], command_line_omp
 FR_SIZE_VARS = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 
 
-def _check_buffer_sizes(decisions) -> None:
+def _check_buffer_sizes(decisions: Sequence[environ.VarDecision]) -> None:
     """torch parses the flight recorder's size with std::stoi: 'abc' aborts or hangs the first process
     group, '-5' keeps every collective forever. Refuse such a value, wherever it came from."""
     for d in decisions:
@@ -223,7 +223,8 @@ def _check_buffer_sizes(decisions) -> None:
                               f"{PRESET}.distributed.flight_recorder.buffer_size.")
 
 
-def _nccl_log_vars(preset: EnvConfig, environ_now: Mapping[str, str], output_dir: Optional[str]) -> Dict[str, str]:
+def _nccl_log_vars(preset: EnvConfig, environ_now: Mapping[str, Optional[str]],
+                   output_dir: Optional[str]) -> Dict[str, str]:
     """NCCL's own start-up lines into the job's directory, for the preflight check to read the network NCCL
     chose: only when the preset expects one, NCCL makes the group, and neither the user nor the preset's vars set
     NCCL_DEBUG or NCCL_DEBUG_FILE (``environ_now`` holds both: theirs wins, and NCCL's lines go where they said)."""

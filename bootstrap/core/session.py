@@ -19,7 +19,7 @@ import signal
 import time
 from functools import wraps
 from pathlib import Path
-from typing import Any, Collection, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Collection, List, Mapping, Optional, Sequence, TypeVar
 
 from bootstrap.core import active, agreement, preflight, presets, report, runtime, schema, verdict, versions
 from bootstrap.core.changes import ProcessChanges, sigterm_held
@@ -34,9 +34,10 @@ from bootstrap.doors.records import Report
 from bootstrap.variables import environ, readers
 
 log = logging.getLogger(__name__)
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
-def _naming_preset(method):
+def _naming_preset(method: _Method) -> _Method:
     """The boundary where an error's message names the preset as the job does (``self.key``): once."""
     @wraps(method)
     def named(self, *args, **kwargs):
@@ -46,7 +47,7 @@ def _naming_preset(method):
             error.under(self.key)
             raise
 
-    return named
+    return named  # type: ignore[return-value]  # with method's signature (functools.wraps)
 
 
 class Session:
@@ -109,7 +110,7 @@ class Session:
     def __enter__(self) -> "Session":
         return self.apply()
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
         self.close(JobStatus.COMPLETED if exc is None else JobStatus.FAILED, error=exc)
 
     def named(self, text: Optional[str]) -> Optional[str]:
@@ -292,7 +293,7 @@ class Session:
                     log.warning("could not record the interrupted start: %s", write_error)
             raise
 
-    def _agree(self, plan: Plan, found: versions.Found, intra_op: int, inter_op: int):
+    def _agree(self, plan: Plan, found: versions.Found, intra_op: int, inter_op: int) -> Any:
         """Compare this rank with rank 0 (``self._agreement``); returns the store it made for the group, if any."""
         facts = agreement.Facts(
             versions={"python": found.python, "torch": found.torch, "cuda": found.cuda, "cudnn": found.cudnn,
@@ -306,7 +307,7 @@ class Session:
         self._agreement.message = self.named(self._agreement.message)
         return store
 
-    def _record(self, plan: Plan, found: versions.Found, checks, applied: Optional[Applied], warnings: List[str],
+    def _record(self, plan: Plan, found: versions.Found, checks: list, applied: Optional[Applied], warnings: List[str],
                 started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None,
                 lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> None:
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,

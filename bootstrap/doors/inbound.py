@@ -21,8 +21,9 @@ import pickle
 import stat
 import struct
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, List, NoReturn, Optional, Union
 
+StrPath = Union[str, "os.PathLike[str]"]  # a path as every reader here takes it
 MAX_TEXT_BYTES = 16 * 2**20  # a report or overrides.yaml is a few KiB; anything this large is not one
 MAX_DUMP_BYTES = 256 * 2**20  # a flight-recorder dump: 20,000 entries with stacks fit well within
 # Objects and lists inside one another. A report nests 8 deep, a flight-recorder dump 6; a reader that
@@ -34,7 +35,7 @@ class Unreadable(Exception):
     """A file that cannot be read as what it should be; ``str()`` is a one-line reason."""
 
 
-def read_bytes(path: Path, limit: int) -> bytes:
+def read_bytes(path: StrPath, limit: int) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes."""
     try:
         info = os.stat(path)  # follows a link; a dangling one is unreadable
@@ -53,14 +54,14 @@ def read_bytes(path: Path, limit: int) -> bytes:
     return data
 
 
-def read_text(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
+def read_text(path: StrPath, limit: int = MAX_TEXT_BYTES) -> str:
     try:
         return read_bytes(path, limit).decode("utf-8")
     except UnicodeDecodeError:
         raise Unreadable(f"{Path(path).name}: not UTF-8 text") from None
 
 
-def read_log_head(path: Path, limit: int) -> str:
+def read_log_head(path: StrPath, limit: int) -> str:
     """The first ``limit`` bytes of a log another program writes (NCCL's, whose start-up lines come first),
     as text, bytes that are not UTF-8 replaced: a log line is read for one word, the rest never trusted."""
     try:
@@ -128,7 +129,7 @@ def parse_json_bytes(data: bytes, limit: int, what: str) -> Any:
     return parse_json(text, what)
 
 
-def read_json(path: Path, limit: int = MAX_TEXT_BYTES, typed: bool = False) -> Any:
+def read_json(path: StrPath, limit: int = MAX_TEXT_BYTES, typed: bool = False) -> Any:
     """A JSON file (:func:`parse_json`)."""
     return parse_json(read_text(path, limit), Path(path).name, typed)
 
@@ -139,7 +140,7 @@ def _yaml_loader():
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader where PyYAML has one: 10x faster
 
 
-def read_string_list(path: Path, limit: int = MAX_TEXT_BYTES) -> List[str]:
+def read_string_list(path: StrPath, limit: int = MAX_TEXT_BYTES) -> List[str]:
     """A YAML file holding a list of strings (Hydra's ``.hydra/overrides.yaml``); empty: ``[]``."""
     import yaml
 
@@ -155,7 +156,7 @@ def read_string_list(path: Path, limit: int = MAX_TEXT_BYTES) -> List[str]:
     raise Unreadable(f"{Path(path).name}: not a list of strings")
 
 
-def read_yaml_mapping(path: Path, limit: int = MAX_TEXT_BYTES) -> dict:
+def read_yaml_mapping(path: StrPath, limit: int = MAX_TEXT_BYTES) -> dict:
     """A YAML file holding a mapping (Hydra's ``.hydra/hydra.yaml``, a sweep's ``multirun.yaml``)."""
     import yaml
 
@@ -172,11 +173,11 @@ def read_yaml_mapping(path: Path, limit: int = MAX_TEXT_BYTES) -> dict:
 class _DataOnly(pickle.Unpickler):
     """Plain data only: a pickle found on disk must not run code when it is read."""
 
-    def find_class(self, module: str, name: str):
+    def find_class(self, module: str, name: str) -> NoReturn:
         raise pickle.UnpicklingError(f"plain data only, not {module}.{name}")
 
 
-def read_pickled_data(path: Path, limit: int = MAX_DUMP_BYTES) -> Any:
+def read_pickled_data(path: StrPath, limit: int = MAX_DUMP_BYTES) -> Any:
     """A pickle of plain data (dicts, lists, strings, numbers); one that names any class is refused."""
     import io
 
@@ -188,7 +189,7 @@ def read_pickled_data(path: Path, limit: int = MAX_DUMP_BYTES) -> Any:
     return bounded_depth(value, Path(path).name)
 
 
-def read_private_bytes(path: Path, limit: int, uid: Optional[int] = None) -> bytes:
+def read_private_bytes(path: StrPath, limit: int, uid: Optional[int] = None) -> bytes:
     """The bytes of key material: a regular file, not reached through a link, owned by ``uid`` (this
     user) and closed to everyone else (no group or other permission bits), of at most ``limit`` bytes.
 

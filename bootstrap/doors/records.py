@@ -22,7 +22,7 @@ import os
 import re
 from dataclasses import field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 
 from bootstrap.doors import inbound
 from bootstrap.doors.inbound import Unreadable
@@ -125,9 +125,13 @@ class Threads(_Section):
 
 
 # ``torch``: a field per env.torch setting, as the plan applied it; null in a report from before the setting.
-Torch = _section(type("Torch", (_Section,), {
-    "__module__": __name__, "__doc__": "``torch``: each env.torch setting (bootstrap.doors.torch_settings).",
-    "__annotations__": {s.name: Optional[s.kind] for s in SETTINGS}, **dict.fromkeys(s.name for s in SETTINGS)}))
+if TYPE_CHECKING:  # its fields are made from SETTINGS at import, which a type checker does not run
+    class Torch(_Section):
+        def __getattr__(self, name: str) -> Any: ...
+else:
+    Torch = _section(type("Torch", (_Section,), {
+        "__module__": __name__, "__doc__": "``torch``: each env.torch setting (bootstrap.doors.torch_settings).",
+        "__annotations__": {s.name: Optional[s.kind] for s in SETTINGS}, **dict.fromkeys(s.name for s in SETTINGS)}))
 
 
 @_section
@@ -350,7 +354,7 @@ def report_names(names: Iterable[str]) -> List[str]:
     return ([REPORT_NAME] if REPORT_NAME in names else []) + [name for _, name in ranks]
 
 
-def report_paths(job_dir: os.PathLike) -> List[Path]:
+def report_paths(job_dir: inbound.StrPath) -> List[Path]:
     """The reports in ``job_dir`` (see :func:`report_names`); none when it cannot be listed."""
     try:
         names = os.listdir(job_dir)
@@ -395,7 +399,7 @@ def upgraded(data: Any) -> Any:
     return data
 
 
-def read_report(path: os.PathLike) -> Report:
+def read_report(path: inbound.StrPath) -> Report:
     """The report in ``path``, of any schema version this package has written; raises only
     :class:`~bootstrap.doors.inbound.Unreadable` (``bootstrap.json: job.num: ...``)."""
     data = inbound.read_json(path, typed=True)  # the typed Report bounds every field's depth

@@ -118,7 +118,8 @@ def plan_vars(
         if name in overrides:
             source, value = "override", wanted
         elif users:
-            source, value = ("env_set" if name in env_set else "shell"), existing
+            # users: existing is set, which a type checker does not follow through the flag
+            source, value = ("env_set" if name in env_set else "shell"), existing  # type: ignore[assignment]
         elif launchers is not None and existing == wanted:
             source, value = "launcher", existing  # the launcher's value, and the preset's too
         else:

@@ -21,11 +21,16 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from typing import Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import PRESET
 from bootstrap.doors.textenum import TextEnum
+
+if TYPE_CHECKING:  # the types of what the caller passes in; variables/ imports nothing of core/
+    from bootstrap.core.schema import EnvConfig
+    from bootstrap.core.versions import Found
+    from bootstrap.variables.table import V  # imported on the first call (see above)
 
 
 class LintPolicy(str, enum.Enum):
@@ -68,7 +73,7 @@ class Machine(NamedTuple):
     rocm: Optional[bool] = None
     x86_64: Optional[bool] = None
     # libiomp5 or libomp loaded in this process; a callable is asked only when a variable needs the answer
-    intel_openmp: Union[None, bool, Callable[[], bool]] = None
+    intel_openmp: Union[None, bool, Callable[[], Optional[bool]]] = None
     mps: Optional[bool] = None
     description: str = "this machine"  # how messages name it
 
@@ -159,11 +164,11 @@ def _check_one(name: str, value: Optional[str], machine: Optional[Machine]) -> I
                 break
 
 
-def _release(var) -> str:
+def _release(var: V) -> str:
     return "NCCL" if var.library == "NCCL" else "torch"
 
 
-def _value_problem(var, value: str) -> Optional[str]:
+def _value_problem(var: V, value: str) -> Optional[str]:
     text = value.strip()
     if var.values and text.lower() not in {v.lower() for v in var.values}:
         return f"is not a value {var.library or 'its reader'} accepts; use one of {', '.join(var.values)}."
@@ -188,7 +193,7 @@ def stopping(findings: Iterable[Finding]) -> List[Finding]:
     return [f for f in findings if f.kind in STOPPING]
 
 
-def machine_from(found, arch: str, openmp_runtimes: Callable[[], Iterable[str]] = tuple,
+def machine_from(found: Found, arch: str, openmp_runtimes: Callable[[], Iterable[str]] = tuple,
                  description: str = "this machine") -> Machine:
     """A :class:`Machine` from ``versions.Found``, ``platform.machine()`` and a reader of the OpenMP
     runtimes loaded (called only if a variable depends on it)."""
@@ -209,8 +214,8 @@ def machine_of_preset(device: str, compute_capability: Optional[str]) -> Machine
                    else None, description=f"a {'cuda' if on_gpu else 'cpu'} preset")
 
 
-def for_preset(preset, found=None, arch: str = "", openmp_runtimes: Callable[[], Iterable[str]] = tuple
-               ) -> List[Finding]:
+def for_preset(preset: EnvConfig, found: Optional[Found] = None, arch: str = "",
+               openmp_runtimes: Callable[[], Iterable[str]] = tuple) -> List[Finding]:
     """The findings for a preset's own variables (``vars``, as they would be exported), unless its
     ``lint`` is ``off``; with ``found`` (``versions.Found``), the machine's hardware findings too."""
     from bootstrap.variables.environ import normalize
