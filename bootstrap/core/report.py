@@ -67,10 +67,13 @@ class Applied:
 
 def build(job: JobInfo, plan: Plan, device: str, found: Found,
           checks: Sequence[Check], applied: Optional[Applied], warnings: Sequence[str], bootstrap_s: float,
-          status: JobStatus = JobStatus.RUNNING, lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> Report:
+          status: JobStatus = JobStatus.RUNNING, lint: Sequence[Any] = (), started_ns: Optional[int] = None,
+          machine: Any = None) -> Report:
     """The report at job start. ``applied`` is None when nothing was applied (a preview, a failed check);
     ``lint`` holds the variable lint's findings (``bootstrap.variables.lint.Finding``); ``started_ns`` is
-    ``time.time_ns()`` when the job's bootstrap started (None in a preview)."""
+    ``time.time_ns()`` when the job's bootstrap started (None in a preview). ``machine``
+    (``bootstrap.variables.lint.Machine``): a variable for hardware it lacks is not ``effective``, by the verdict
+    that makes the lint's ``hardware`` finding; None: not judged."""
     launch = plan.launch
     return Report(
         schema_version=SCHEMA_VERSION,
@@ -87,9 +90,7 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
             cpus=found.cpus, cpus_usable=found.cpus_usable, cpu_affinity=found.cpu_affinity),
         checks=[records.Check(name=c.name, required=c.required, found=c.found, ok=c.ok) for c in checks],
         lint=[records.LintFinding(**finding.as_dict()) for finding in lint],
-        vars={d.name: records.Var(value=masked(d.name, d.value), source=d.source, effective=d.effective, note=d.note,
-                                  withheld=d.withheld)
-              for d in plan.vars},
+        vars={d.name: _var(d, machine) for d in plan.vars},
         threads=records.Threads(
             # In effect once applied; until then (a preview, a failed check) what would be.
             intra_op=applied.intra_op if applied else plan.threads.intra_op,
@@ -112,6 +113,19 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
         timings=records.Timings(bootstrap_s=round(bootstrap_s, 6), started_ns=started_ns),
         job=records.Job(num=job.num, status=JobStatus(status).value, metrics=None),
     )
+
+
+def _var(decision: Any, machine: Any) -> records.Var:
+    """One entry of ``vars``: the plan's decision, and whether it matters on this machine's hardware at all."""
+    gap = None
+    if machine is not None:
+        from bootstrap.variables.lint import hardware_gap
+
+        gap = hardware_gap(decision.name, machine)
+    idle = gap.why if gap is not None and gap.does_nothing else ""
+    return records.Var(value=masked(decision.name, decision.value), source=decision.source,
+                       effective=decision.effective and not idle, note=decision.note, withheld=decision.withheld,
+                       does_nothing_here=idle)
 
 
 def record_end(report: Report, *, group_at_end: Optional[Mapping[str, Any]], intra_op_now: Optional[int],
@@ -309,12 +323,21 @@ def _as_number(item: Any, inside: bool = False) -> Tuple[Optional[float], str]:
     return number, ""
 
 
+def effect(var: records.Var) -> str:
+    """The log table's ``effective`` column: yes, children only, not set (withheld), or why it does nothing here."""
+    if var.does_nothing_here:
+        return outbound.shown(f"no: {var.does_nothing_here}")
+    if var.withheld:
+        return "not set"
+    return "yes" if var.effective else "children only"
+
+
 def format_table(report: Report) -> str:
     """A short, aligned summary for the job log."""
     rows = [("variable", "value", "source", "effective")]
     for name, v in report.vars.items():  # each row one line, whatever a value holds
         rows.append((outbound.shown(name, limit=80), outbound.shown(v.value, name=name), outbound.shown(v.source),
-                     "yes" if v.effective else "children only"))
+                     effect(v)))
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     failed = [c.name for c in report.checks if not c.ok]

@@ -24,6 +24,7 @@ from typing import Any, Collection, List, Mapping, Optional, Sequence
 from bootstrap.core import active, agreement, preflight, presets, report, runtime, schema, verdict, versions
 from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan, make_plan
+from bootstrap.core.process_vars import set_by_process
 from bootstrap.core.report import Applied, JobInfo, JobStatus
 from bootstrap.distributed import frameworks, launcher, seeding
 from bootstrap.distributed.group import GroupState
@@ -31,7 +32,7 @@ from bootstrap.distributed.group import in_use as group_in_use
 from bootstrap.doors import outbound, overrides, records
 from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, DisagreementError, PreflightError
 from bootstrap.doors.records import Report
-from bootstrap.variables import environ, readers
+from bootstrap.variables import environ, lint, readers
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,8 @@ class Session:
         self.preset_digest = presets.digest(self.preset)  # once per job: the report and the ranks' comparison
         launch = self.launch or self.detect_launch()
         own_cpus = launch.row.own_cpus()
-        self.plan = make_plan(self.preset, environ_now=environ_now, env_set=self.env_set,
+        by_process = set_by_process(environ_now, self.env_set, launch, self.output_dir)
+        self.plan = make_plan(self.preset, environ_now=environ_now, env_set=self.env_set, by_process=by_process,
                               explicit_vars=self.explicit_vars, state=readers.current_state(),
                               cpus=own_cpus or versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
                               launcher_cpus=versions.launcher_cpus(), cpus_are_own=own_cpus is not None,
@@ -161,10 +163,9 @@ class Session:
     def _job(self) -> JobInfo:
         return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved, self.preset_digest)
 
-    def _lint(self, found: Optional[versions.Found] = None) -> list:
-        from bootstrap.variables import lint
-
-        return lint.for_preset(self.preset, found, platform.machine(), versions.openmp_runtimes)
+    def _machine(self, found: versions.Found) -> lint.Machine:
+        """The hardware as both the lint and the report's ``effective`` judge it (``lint.hardware_gap``)."""
+        return lint.machine_from(found, platform.machine(), versions.openmp_runtimes)
 
     @_naming_preset
     def preview(self) -> Report:
@@ -177,8 +178,9 @@ class Session:
         checks = versions.check(self.preset.requires, found, plan.device_type)
         no_gpu = self._device(plan, found)
         warnings += [no_gpu] if no_gpu else []
-        preview = report.build(self._job(), plan, self.device, found, checks, None, warnings,
-                               time.perf_counter() - started, JobStatus.PREVIEW, self._lint(found))
+        machine = self._machine(found)
+        preview = report.build(self._job(), plan, self.device, found, checks, None, warnings, time.perf_counter()
+                               - started, JobStatus.PREVIEW, lint.for_preset(self.preset, machine), machine=machine)
         preview.preflight = preflight.expected(self.preset)
         return preview
 
@@ -272,7 +274,7 @@ class Session:
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
             for line in environ.late_warnings(plan.vars):
                 _warn(warnings, line)
-            findings = self._lint(found)
+            findings = lint.for_preset(self.preset, self._machine(found))
             for finding in findings:
                 log.warning("lint: %s", finding)
             applied = Applied(intra, inter, tuple(seeded), group_state, backend, self.mesh is not None)
@@ -303,7 +305,7 @@ class Session:
         self._agreement, store = agreement.check(
             self.preset.distributed.agree.value, plan.launch, facts, self.output_dir,
             bool(plan.distributed and plan.create_group), self.preset.distributed.timeout_s,
-            [decision.name for decision in plan.vars])
+            [decision.name for decision in plan.vars if decision.source != environ.PROCESS])
         self._agreement.message = self.named(self._agreement.message)
         return store
 
@@ -311,7 +313,7 @@ class Session:
                 started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None,
                 lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> None:
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
-                                   time.perf_counter() - started, status, lint, started_ns)
+                                   time.perf_counter() - started, status, lint, started_ns, self._machine(found))
         self.report.distributed.agreement = self._agreement
         preflight.attach(self.report, self._preflight)
         self._write(self.report, error=self.named(error))
