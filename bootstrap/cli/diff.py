@@ -29,8 +29,8 @@ TITLES = {"versions": "versions", "variables": "variables (with their sources)",
 UNSET = "unset"
 MAX_VALUE = 160  # characters of one value on a line; the rest is cut ("...")
 HERE = "here (bootstrap doctor's preview)"
-PROCESS_SET = "set by the job's own process before the job started (an import or the app's code), not by the " \
-              "shell; the preview runs neither"
+PROCESS_SET = "set by the run's own process before its job started, not by the shell: an import or the app's code, " \
+              "which the preview does not run"
 
 
 class Usage(Exception):
@@ -171,7 +171,7 @@ def format_text(a: str, b: str, differences: Dict[str, List[Dict[str, str]]], ev
     count = len(every_row)
     every_run = "" if every else " (times, job number, status and metrics left out; --all shows them)"
     if left_out:
-        lines += ["", _cut(f"left out: {', '.join(left_out)} ({PROCESS_SET})")]
+        lines += ["", outbound.finding(f"left out: {', '.join(left_out)} ({PROCESS_SET})", 2000)]  # known names
     lines += ["", (f"{count} difference{'s' if count != 1 else ''}" if count else "no differences") + every_run]
     return "\n".join(lines)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Collection, Dict, Mapping, Optional
 
 from bootstrap.doors import inbound, records
-from bootstrap.doors.masking import masked
+from bootstrap.doors.masking import MASK
 from bootstrap.variables import environ
 
 THIS_PROCESS = "set by this process before the job started (an import, or the app's own code), not by the shell"
@@ -28,9 +28,10 @@ RANK0 = "set by rank 0's process before it started this rank (an import, or the 
 
 
 def set_by_process(environ_now: Mapping[str, str], env_set: Collection[str], launch: Any,
-                   output_dir: Optional[os.PathLike]) -> Dict[str, str]:
-    """name -> who set it (:data:`THIS_PROCESS`, :data:`RANK0`), for each variable the process set for itself."""
-    found = dict.fromkeys(environ.set_by_process(environ_now, inbound.read_start_environ(), env_set), THIS_PROCESS)
+                   output_dir: Optional[os.PathLike], start: Path = inbound.START_ENVIRON) -> Dict[str, str]:
+    """name -> who set it (:data:`THIS_PROCESS`, :data:`RANK0`), for each variable the process set for itself.
+    ``start``: where to read the environment it was started with (``inbound.read_start_environ``)."""
+    found = dict.fromkeys(environ.set_by_process(environ_now, inbound.read_start_environ(start), env_set), THIS_PROCESS)
     if launch.row.started_by_rank0 and output_dir is not None:
         for name in rank0s(Path(output_dir) / records.REPORT_NAME, environ_now):
             found.setdefault(name, RANK0)
@@ -39,10 +40,10 @@ def set_by_process(environ_now: Mapping[str, str], env_set: Collection[str], lau
 
 def rank0s(report_path: Path, environ_now: Mapping[str, str]) -> Collection[str]:
     """The variables rank 0's report records as its process's own that still hold the value it recorded here.
-    A secret's value is masked there, so it cannot be matched: it stays the shell's (or the launcher's)."""
+    A value masked there (a secret's) cannot be matched: it stays the shell's (or the launcher's)."""
     try:
         reference = records.read_report(report_path)
     except records.Unreadable:  # no rank 0 report (rank 0 ran without the bootstrap): nothing to tell
         return ()
     return [name for name, var in reference.vars.items()
-            if var.source == environ.PROCESS and environ_now.get(name) == var.value == masked(name, var.value)]
+            if var.source == environ.PROCESS and environ_now.get(name) == var.value and MASK not in var.value]
