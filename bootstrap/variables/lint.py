@@ -165,8 +165,10 @@ def hardware_gap(name: str, machine: Optional[Machine]) -> Optional[HardwareGap]
     """What ``machine`` lacks for the variable ``name`` to matter; None where nothing is lacking, or nothing can be
     known (an unknown name, no machine). The one verdict behind both the lint's ``hardware`` finding and the
     report's ``effective`` (``bootstrap.core.report``), so the two never disagree."""
-    var = _table()[0].get(name) if machine is not None else None
-    for tag in var.hardware if var is not None else ():
+    var = _table()[0].get(name)
+    if machine is None or var is None:
+        return None
+    for tag in var.hardware:
         why = machine.lacks(tag)
         if why:
             return HardwareGap(why, does_nothing=tag != "pre_blackwell")
