@@ -137,7 +137,8 @@ def make_plan(
                                   environ_now, env_set, explicit_vars, state,
                                   by_launcher={name: launch.launcher.value for name in by_launcher},
                                   by_process=by_process)
-    decisions += _found_set_by_process(by_process, environ_now, {d.name for d in decisions})
+    # a launcher's own value (Ray's OMP_NUM_THREADS, set in the worker's process) is the launcher's, not the process's
+    decisions += _found_set_by_process(by_process, environ_now, {d.name for d in decisions} | set(by_launcher))
     _check_buffer_sizes(decisions)
     global_seed = None
     if preset.seed is not None:
