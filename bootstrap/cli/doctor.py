@@ -63,9 +63,11 @@ def _table(rows: List[tuple], indent: str = "  ") -> str:
     return "\n".join(indent + line for line in lines)
 
 
-def _takes_effect(name: str, effective: bool, withheld: bool = False) -> str:
+def _takes_effect(name: str, effective: bool, withheld: bool = False, does_nothing_here: str = "") -> str:
     from bootstrap.variables.readers import reader_for
 
+    if does_nothing_here:  # the lint's hardware finding says so too: one verdict (bootstrap.variables.lint)
+        return f"no: {does_nothing_here}"
     if withheld:
         return "not set: too late here, and ranks must agree"
     if effective:
@@ -133,7 +135,8 @@ def format_text(report: records.Report, refusals: Optional[list] = None) -> str:
     checks = [("check", "required", "found", "ok")] + [
         (c.name, c.required, c.found or "-", "yes" if c.ok else "NO") for c in report.checks]
     variables = [("variable", "value", "source", "takes effect")] + [
-        (name, outbound.shown(v.value, name=name), v.source, _takes_effect(name, v.effective, v.withheld))
+        (name, outbound.shown(v.value, name=name), v.source,
+         _takes_effect(name, v.effective, v.withheld, v.does_nothing_here))
         for name, v in report.vars.items()]
     failed = [c.name for c in report.checks if not c.ok]
     lines = [

@@ -235,7 +235,9 @@ def compare_with_report(reference: records.Report, own: Dict[str, str], rank: in
     from bootstrap.distributed.agree_store import OddRank, differing
 
     theirs: records.Agreement = reference.distributed.agreement  # type: ignore[assignment]  # the caller checked
-    left_out = {f"var.{name}" for name in (*planned, *reference.vars)}
+    # what rank 0's process set for itself (source process) rank 0's bootstrap did not plan: compared, as before
+    left_out = {f"var.{name}" for name in (*planned, *(name for name, var in reference.vars.items()
+                                                       if var.source != records.PROCESS))}
 
     def compared(prints: Mapping[str, str]) -> Dict[str, str]:
         return {key: value for key, value in prints.items() if key not in left_out and not key.startswith("threads.")}

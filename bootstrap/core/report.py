@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from bootstrap.core.auto import Choice
 from bootstrap.core.plan import Plan
@@ -30,6 +30,9 @@ from bootstrap.doors import outbound, records
 from bootstrap.doors.masking import masked, masked_override
 from bootstrap.doors.records import REPORT_NAME, SCHEMA_VERSION, Report, report_name  # noqa: F401 - their old home
 from bootstrap.doors.statuses import GroupState, JobStatus, Teardown
+
+if TYPE_CHECKING:
+    from bootstrap.variables.lint import Machine
 
 
 @dataclass(frozen=True)
@@ -58,11 +61,13 @@ class Applied:
 def build(job: JobInfo, plan: Plan, device: str, found: Found,
           checks: Sequence[Check], applied: Optional[Applied], warnings: Sequence[str], bootstrap_s: float,
           status: JobStatus = JobStatus.RUNNING, lint: Sequence[Any] = (), started_ns: Optional[int] = None,
-          agreement: Optional[records.Agreement] = None, preflight: Optional[records.Preflight] = None) -> Report:
+          agreement: Optional[records.Agreement] = None, preflight: Optional[records.Preflight] = None,
+          machine: Optional[Machine] = None) -> Report:
     """The report at job start. ``applied`` is None when nothing was applied (a preview, a failed check);
     ``lint`` holds the variable lint's findings (``bootstrap.variables.lint.Finding``); ``started_ns`` is
     ``time.time_ns()`` when the job's bootstrap started (None in a preview). The preflight check's time is
-    reported apart from the bootstrap's own (``timings.preflight_s``)."""
+    reported apart from the bootstrap's own (``timings.preflight_s``). ``machine``: a variable for hardware it
+    lacks is not ``effective``, by the verdict that makes the lint's ``hardware`` finding; None: not judged."""
     launch = plan.launch
     preflight_s = preflight.seconds if preflight is not None else None
     if preflight_s is not None:
@@ -82,9 +87,7 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
             cpus=found.cpus, cpus_usable=found.cpus_usable, cpu_affinity=found.cpu_affinity),
         checks=[records.Check(name=c.name, required=c.required, found=c.found, ok=c.ok) for c in checks],
         lint=[records.LintFinding(**finding.as_dict()) for finding in lint],
-        vars={d.name: records.Var(value=masked(d.name, d.value), source=d.source, effective=d.effective, note=d.note,
-                                  withheld=d.withheld)
-              for d in plan.vars},
+        vars={d.name: _var(d, machine) for d in plan.vars},
         threads=records.Threads(
             # In effect once applied; until then (a preview, a failed check) what would be.
             intra_op=applied.intra_op if applied else plan.threads.intra_op,
@@ -110,6 +113,19 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
                                 preflight_s=round(preflight_s, 4) if preflight_s is not None else None),
         job=records.Job(num=job.num, status=JobStatus(status), metrics=None),
     )
+
+
+def _var(decision: Any, machine: Any) -> records.Var:
+    """One entry of ``vars``: the plan's decision, and whether it matters on this machine's hardware at all."""
+    gap = None
+    if machine is not None:
+        from bootstrap.variables.lint import hardware_gap
+
+        gap = hardware_gap(decision.name, machine)
+    idle = gap.why if gap is not None and gap.does_nothing else ""
+    return records.Var(value=masked(decision.name, decision.value), source=decision.source,
+                       effective=decision.effective and not idle, note=decision.note, withheld=decision.withheld,
+                       does_nothing_here=idle)
 
 
 @dataclass
@@ -321,12 +337,21 @@ def _as_number(item: Any, inside: bool = False) -> Tuple[Optional[float], str]:
     return number, ""
 
 
+def effect(var: records.Var) -> str:
+    """The log table's ``effective`` column: yes, children only, not set (withheld), or why it does nothing here."""
+    if var.does_nothing_here:
+        return outbound.shown(f"no: {var.does_nothing_here}")
+    if var.withheld:
+        return "not set"
+    return "yes" if var.effective else "children only"
+
+
 def format_table(report: Report) -> str:
     """A short, aligned summary for the job log."""
     rows = [("variable", "value", "source", "effective")]
     for name, v in report.vars.items():  # each row one line, whatever a value holds
         rows.append((outbound.shown(name, limit=80), outbound.shown(v.value, name=name), outbound.shown(v.source),
-                     "yes" if v.effective else "children only"))
+                     effect(v)))
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     failed = [c.name for c in report.checks if not c.ok]

@@ -24,6 +24,7 @@ from typing import Any, Callable, Collection, List, Mapping, Optional, Sequence,
 from bootstrap.core import active, agreement, preflight, presets, report, runtime, schema, verdict, versions
 from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan, make_plan
+from bootstrap.core.process_vars import set_by_process
 from bootstrap.core.report import Applied, JobEnd, JobInfo, JobStatus
 from bootstrap.distributed import frameworks, launcher, seeding
 from bootstrap.distributed.group import GroupState
@@ -31,7 +32,7 @@ from bootstrap.distributed.group import in_use as group_in_use
 from bootstrap.doors import outbound, overrides, records
 from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, DisagreementError, PreflightError
 from bootstrap.doors.records import Report
-from bootstrap.variables import environ, readers
+from bootstrap.variables import environ, lint, readers
 
 log = logging.getLogger(__name__)
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -144,7 +145,8 @@ class Session:
         self.preset_digest = presets.digest(self.preset)  # once per job: the report and the ranks' comparison
         launch = self.launch or self.detect_launch()
         own_cpus = launch.row.own_cpus()
-        self.plan = make_plan(self.preset, environ_now=environ_now, env_set=self.env_set,
+        by_process = set_by_process(environ_now, self.env_set, launch, self.output_dir)
+        self.plan = make_plan(self.preset, environ_now=environ_now, env_set=self.env_set, by_process=by_process,
                               explicit_vars=self.explicit_vars, state=readers.current_state(),
                               cpus=own_cpus or versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
                               launcher_cpus=versions.launcher_cpus(), cpus_are_own=own_cpus is not None,
@@ -162,10 +164,9 @@ class Session:
     def _job(self) -> JobInfo:
         return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved, self.preset_digest)
 
-    def _lint(self, found: Optional[versions.Found] = None) -> list:
-        from bootstrap.variables import lint
-
-        return lint.for_preset(self.preset, found, platform.machine(), versions.openmp_runtimes)
+    def _machine(self, found: versions.Found) -> lint.Machine:
+        """The hardware as both the lint and the report's ``effective`` judge it (``lint.hardware_gap``)."""
+        return lint.machine_from(found, platform.machine(), versions.openmp_runtimes)
 
     @_naming_preset
     def preview(self) -> Report:
@@ -178,9 +179,10 @@ class Session:
         checks = versions.check(self.preset.requires, found, plan.device_type)
         no_gpu = self._device(plan, found)
         warnings += [no_gpu] if no_gpu else []
-        took = time.perf_counter() - started
+        machine, took = self._machine(found), time.perf_counter() - started
         return report.build(self._job(), plan, self.device, found, checks, None, warnings, took, JobStatus.PREVIEW,
-                            self._lint(found), preflight=preflight.expected(self.preset))
+                            lint.for_preset(self.preset, machine), preflight=preflight.expected(self.preset),
+                            machine=machine)
 
     # -- applying ----------------------------------------------------------------------------
     @_naming_preset
@@ -272,7 +274,7 @@ class Session:
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
             for line in environ.late_warnings(plan.vars):
                 _warn(warnings, line)
-            findings = self._lint(found)
+            findings = lint.for_preset(self.preset, self._machine(found))
             for finding in findings:
                 log.warning("lint: %s", finding)
             applied = Applied(intra, inter, tuple(seeded), group_state, backend, self.mesh is not None)
@@ -303,7 +305,7 @@ class Session:
         self._agreement, store = agreement.check(
             self.preset.distributed.agree.value, plan.launch, facts, self.output_dir,
             bool(plan.distributed and plan.create_group), self.preset.distributed.timeout_s,
-            [decision.name for decision in plan.vars])
+            [decision.name for decision in plan.vars if decision.source != environ.PROCESS])
         self._agreement.message = self.named(self._agreement.message)
         return store
 
@@ -312,7 +314,7 @@ class Session:
                 lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> None:
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
                                    time.perf_counter() - started, status, lint, started_ns, self._agreement,
-                                   self._preflight)
+                                   self._preflight, self._machine(found))
         self._end(JobEnd(status, error=self.named(error)))
 
     # -- closing -----------------------------------------------------------------------------
@@ -401,12 +403,12 @@ class Session:
             self._release_logs()
 
     def _end(self, job_end: JobEnd) -> None:
-        """The record's end, in one call (report.end), then written."""
-        report.end(self.report, job_end)
-        self._write(self.report)
-
-    def _write(self, record: Report) -> None:
-        if self.output_dir is not None:  # rank N of a world writes bootstrap.rank<N>.json; cleaned on the way out
+        """The record's end, in one call (report.end), then written: rank N of a world writes
+        bootstrap.rank<N>.json, cleaned on the way out."""
+        record = self.report
+        assert record is not None, "a report is made before its end is written"
+        report.end(record, job_end)
+        if self.output_dir is not None:
             outbound.write_json(self.output_dir / report.report_name(self.rank, self.world_size), record.to_json())
 
 

@@ -293,6 +293,8 @@ class LauncherRow:
     mark: str = ""  # the variables that only it sets, as messages name them
     exports_rendezvous: bool = False  # sets no (or not all) torchrun-style variables: the bootstrap exports them
     framework_makes_group: bool = False  # the framework that started the ranks makes the process group itself
+    # Rank 0's own process started this rank, with its environment as it was then (Lightning's ddp re-launch).
+    started_by_rank0: bool = False
     # The framework made the process group before the job started (Ray Train): a world without one is not its.
     group_before_job: bool = False
     # It hosts a store that its workers use as torch's env:// would (torchrun's agent, when
@@ -335,7 +337,8 @@ LAUNCHERS: Tuple[LauncherRow, ...] = (
     # python started directly in a Kubeflow PyTorchJob pod
     LauncherRow("kubeflow", _kubeflow, "PET_NNODES or PET_NPROC_PER_NODE", exports_rendezvous=True),
     # a rank >= 1 that Lightning's `ddp` strategy re-launched
-    LauncherRow("lightning", _lightning, "LOCAL_RANK and NODE_RANK without RANK", framework_makes_group=True),
+    LauncherRow("lightning", _lightning, "LOCAL_RANK and NODE_RANK without RANK", framework_makes_group=True,
+                started_by_rank0=True),
     # mpirun / mpiexec: Open MPI, MPICH, Intel MPI, MVAPICH
     LauncherRow("mpi", _mpi, "an MPI's rank and size variables", exports_rendezvous=True,
                 master_addr_hint=" MPI gives no master address; pass it with mpirun -x MASTER_ADDR."),

@@ -21,7 +21,7 @@ import pickle
 import stat
 import struct
 from pathlib import Path
-from typing import Any, List, NoReturn, Optional, Union
+from typing import Any, Dict, List, NoReturn, Optional, Union
 
 StrPath = Union[str, "os.PathLike[str]"]  # a path as every reader here takes it
 MAX_TEXT_BYTES = 16 * 2**20  # a report or overrides.yaml is a few KiB; anything this large is not one
@@ -59,6 +59,28 @@ def read_text(path: StrPath, limit: int = MAX_TEXT_BYTES) -> str:
         return read_bytes(path, limit).decode("utf-8")
     except UnicodeDecodeError:
         raise Unreadable(f"{Path(path).name}: not UTF-8 text") from None
+
+
+START_ENVIRON = Path("/proc/self/environ")  # Linux: the environment this process was started with, never updated
+MAX_ENVIRON_BYTES = 16 * 2**20  # Linux caps a process's arguments and environment at a quarter of its stack
+
+
+def read_start_environ(path: Path = START_ENVIRON) -> Optional[Dict[str, str]]:
+    """The environment this process was started with, as ``os.environ`` decoded it then; None where it cannot be
+    known: no such file (not Linux), unreadable, or not ``NAME=value`` entries (a program that wrote its title
+    over the area, as ``setproctitle`` may). A name given twice keeps its first value, as ``os.environ`` does."""
+    try:
+        data = read_bytes(path, MAX_ENVIRON_BYTES)
+    except Unreadable:
+        return None
+    start: Dict[str, str] = {}
+    for entry in data.split(b"\0"):
+        name, equals, value = entry.partition(b"=")
+        if not equals and entry:
+            return None  # not an environment any more
+        if name and equals:
+            start.setdefault(os.fsdecode(name), os.fsdecode(value))
+    return start
 
 
 def read_log_head(path: StrPath, limit: int) -> str:

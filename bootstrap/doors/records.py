@@ -105,6 +105,10 @@ class Var(_Section):
     effective: bool
     note: str = ""
     withheld: bool = _when_set(False)
+    does_nothing_here: str = _when_set("")  # what this machine lacks for it to matter (then effective is false)
+
+
+PROCESS = "process"  # the Var.source of a value the process set for itself before the job started
 
 
 @_section

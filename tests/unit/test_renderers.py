@@ -248,6 +248,8 @@ READERS_OF_OTHERS_DATA = {
     "bootstrap/cli/diff.py": "reports on disk: bootstrap diff, --all, --json",
     "bootstrap/sweep/summary.py": "every job's report and overrides.yaml: the sweep summary, tune",
     "bootstrap/core/agreement.py": "rank 0's report (Lightning) and the peers' records: two renderers above",
+    "bootstrap/core/process_vars.py": "rank 0's report (Lightning): only the names of its process's own variables "
+                                      "that this rank holds with the same value; nothing of it is shown",
     "bootstrap/distributed/agree_store.py": "the peers' records in the store: 'a peer's record in the store'",
     "bootstrap/distributed/dumps.py": "flight-recorder dumps (tests/unit/test_dumps.py); of a report, only started_ns",
     "bootstrap/distributed/group.py": "rank 0's run directory and the first failure (tests/unit/test_waits.py, "
