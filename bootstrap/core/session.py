@@ -405,8 +405,7 @@ class Session:
     def _end(self, job_end: JobEnd) -> None:
         """The record's end, in one call (report.end), then written: rank N of a world writes
         bootstrap.rank<N>.json, cleaned on the way out."""
-        record = self.report
-        assert record is not None, "a report is made before its end is written"
+        assert (record := self.report) is not None, "a report is made before its end is written"
         report.end(record, job_end)
         if self.output_dir is not None:
             outbound.write_json(self.output_dir / report.report_name(self.rank, self.world_size), record.to_json())
