@@ -12,7 +12,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from hydra.core.utils import JobReturn
 from hydra.core.utils import JobStatus as HydraJobStatus
@@ -78,10 +78,10 @@ def _sweepers_directions(config: DictConfig) -> Optional[tuple]:
                       {"ax_config": {"experiment": {"minimize": ax}}})
 
 
-def _guarded(hook):
+def _guarded(hook: Callable[..., None]) -> Callable[..., None]:
     """Every hook: an exception stops the process with a message, never a mere warning."""
     @functools.wraps(hook)
-    def run(self, *args: Any, **kwargs: Any) -> None:
+    def run(self: BootstrapCallback, *args: Any, **kwargs: Any) -> None:
         try:
             hook(self, *args, **kwargs)
         except Exception as error:  # noqa: BLE001 - Hydra would only warn
@@ -148,7 +148,8 @@ class BootstrapCallback(Callback):
         """Before Hydra makes the output directory: jobs never share one, and ranks of one job do
         (see bootstrap.distributed.rundir)."""
         launch = launcher.peek(os.environ)
-        configured = OmegaConf.to_container(config.hydra.run, resolve=False).get("dir")
+        run = OmegaConf.to_container(config.hydra.run, resolve=False)  # ${now:...} as written
+        configured = run.get("dir") if isinstance(run, dict) else None
         chosen = rundir.run_dir(str(configured), launch, os.environ)
         if launch.row.run_dir_from_store and launch.world_size > 1:
             from bootstrap.distributed.group import agree_on_run_dir

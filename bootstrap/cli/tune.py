@@ -1,4 +1,4 @@
-"""``python -m bootstrap tune SWEEP_DIR --name my_node``: keep a sweep's winner as a preset.
+"""``bootstrap tune SWEEP_DIR --name my_node``: keep a sweep's winner as a preset.
 
 What it keeps and what it refuses: :mod:`bootstrap.sweep.tune`. Exit status: 0 when the preset
 was written, 1 when tune refused (one ``bootstrap tune: ...`` line, nothing written), 2 on bad usage.

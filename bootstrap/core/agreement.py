@@ -10,11 +10,16 @@ from __future__ import annotations
 import datetime
 import os
 import socket
-from typing import Any, Collection, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Collection, Dict, Mapping, Optional, Tuple
 
 from bootstrap.core.comparison import Facts, Status, digest, fingerprint, outcome, salted
 from bootstrap.doors import outbound, records
 from bootstrap.doors.errors import PRESET, BootstrapError
+
+if TYPE_CHECKING:
+    from torch.distributed import Store
+
+    from bootstrap.distributed.launcher import Launch
 
 
 def host() -> str:
@@ -31,8 +36,10 @@ def compare_with_report(reference: records.Report, own: Dict[str, str], rank: in
     not plan: an export in the task before the framework starts its ranks) must agree."""
     from bootstrap.distributed.agree_store import OddRank, differing
 
-    theirs = reference.distributed.agreement
-    left_out = {f"var.{name}" for name in (*planned, *reference.vars)}
+    theirs: records.Agreement = reference.distributed.agreement  # type: ignore[assignment]  # the caller checked
+    # what rank 0's process set for itself (source process) rank 0's bootstrap did not plan: compared, as before
+    left_out = {f"var.{name}" for name in (*planned, *(name for name, var in reference.vars.items()
+                                                       if var.source != records.PROCESS))}
 
     def compared(prints: Mapping[str, str]) -> Dict[str, str]:
         return {key: value for key, value in prints.items() if key not in left_out and not key.startswith("threads.")}
@@ -42,7 +49,7 @@ def compare_with_report(reference: records.Report, own: Dict[str, str], rank: in
     return outcome(theirs.fingerprint, theirs.host or "?", odd, len(odd), world_size, policy)
 
 
-def run_key(environ: Mapping[str, str], launch: Any, number: int, prefix: Optional[str] = None) -> str:
+def run_key(environ: Mapping[str, str], launch: Launch, number: int, prefix: Optional[str] = None) -> str:
     """One store key per check: the run, the restart, and the check's number in this process (each job of
     a one-process sweep checks again, in the same order on every rank). ``prefix``: the check's (default: this
     comparison's)."""
@@ -55,8 +62,8 @@ def run_key(environ: Mapping[str, str], launch: Any, number: int, prefix: Option
 _checks = [0]  # checks made by this process
 
 
-def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLike], creates_group: bool,
-          timeout_s: int, planned: Collection[str] = ()) -> Tuple[records.Agreement, Any]:
+def check(policy: str, launch: Launch, facts: Facts, output_dir: Optional[os.PathLike], creates_group: bool,
+          timeout_s: int, planned: Collection[str] = ()) -> Tuple[records.Agreement, Optional[Store]]:
     """Compare this rank with rank 0, the best way the launch allows. Returns the record (its ``status``
     says what to do) and the store it made, for the process group to use (None where it made none).
     ``planned``: the variables this job's plan decided (see :func:`compare_with_report`).
@@ -68,9 +75,9 @@ def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLi
     if policy != "off":
         own = fingerprint(facts, os.environ)
         base.update(digest=digest(own), fingerprint=own)
-    off = records.Agreement(status=Status.OFF.value, **base)
+    off = records.Agreement(status=Status.OFF, **base)
     if launch.world_size == 1:
-        return (off if policy == "off" else records.Agreement(status=Status.SINGLE.value, **base)), None
+        return (off if policy == "off" else records.Agreement(status=Status.SINGLE, **base)), None
     from bootstrap.distributed import group
 
     if group.in_use():  # a framework made the group before the job started (Ray Train): its store
@@ -84,13 +91,13 @@ def check(policy: str, launch: Any, facts: Facts, output_dir: Optional[os.PathLi
         return _exchange(facts, launch, base, "store", when, timeout_s)
     if policy == "off":
         return off, None
-    return records.Agreement(status=Status.NOT_CHECKED.value, note=(
+    return records.Agreement(status=Status.NOT_CHECKED, note=(
         "no store exists before the task runs: the bootstrap makes no process group "
         f"({PRESET}.distributed.init=never) and {launch.launcher.value} offers none"), **base), None
 
 
-def _exchange(facts: Facts, launch: Any, base: dict, via: str, when: str,
-              timeout_s: int) -> Tuple[records.Agreement, Any]:
+def _exchange(facts: Facts, launch: Launch, base: dict, via: str, when: str,
+              timeout_s: int) -> Tuple[records.Agreement, Optional[Store]]:
     """Through the store the rendezvous makes (``via`` store) or the existing group's (``group_store``); every
     wait within one ``timeout_s``."""
     from bootstrap.distributed import agree_store, group
@@ -102,7 +109,8 @@ def _exchange(facts: Facts, launch: Any, base: dict, via: str, when: str,
 
     def work():
         store = group.rendezvous_store(launch, deadline) if ours else group.default_store()
-        own_timeout = store.timeout  # the group's store keeps its own; a store made here gets the group's
+        # The group's store keeps its own timeout; a store made here gets the group's. (torch's stubs lack it.)
+        own_timeout = store.timeout  # type: ignore[attr-defined]
         try:
             return store, agree_store.exchange(store, key, launch.rank, launch.world_size, base["host"], policy,
                                                lambda salt: fingerprint(facts, os.environ, salted(salt)), deadline)
@@ -130,28 +138,28 @@ def _exchange(facts: Facts, launch: Any, base: dict, via: str, when: str,
     compared = {**reference.fingerprint, agree_store.POLICY_KEY: reference.policy} if reference.policy else \
         reference.fingerprint
     record = outcome(compared, reference.host, exchanged.odd, exchanged.odd_count, launch.world_size, policy)
-    if policy == "off" and record.status == Status.AGREED.value:
-        record.status = Status.OFF.value  # every rank runs under off: nothing was compared
+    if policy == "off" and record.status == Status.AGREED:
+        record.status = Status.OFF  # every rank runs under off: nothing was compared
     return _with(record, base, via=via, when=when), (store if ours else None)
 
 
-def _against_report(output_dir: Optional[os.PathLike], own: Dict[str, str], launch: Any, base: dict,
+def _against_report(output_dir: Optional[os.PathLike], own: Dict[str, str], launch: Launch, base: dict,
                     planned: Collection[str]) -> records.Agreement:
     from pathlib import Path
 
     when = "at this rank's start, against rank 0's report"
     if output_dir is None:
-        return _with(records.Agreement(status=Status.NOT_CHECKED.value,
+        return _with(records.Agreement(status=Status.NOT_CHECKED,
                                        note="no output directory: rank 0's report cannot be read"), base, when=when)
     path = Path(output_dir) / records.REPORT_NAME
     try:
         reference = records.read_report(path)
     except records.Unreadable as error:
-        return _with(records.Agreement(status=Status.NOT_CHECKED.value,
+        return _with(records.Agreement(status=Status.NOT_CHECKED,
                                        note=f"rank 0's report could not be read: {error}"), base, when=when)
     theirs = reference.distributed.agreement
     if theirs is None or not theirs.fingerprint:
-        return _with(records.Agreement(status=Status.NOT_CHECKED.value, note=(
+        return _with(records.Agreement(status=Status.NOT_CHECKED, note=(
             f"rank 0's report ({path.name}) holds no fingerprint (rank 0 ran with {PRESET}.distributed.agree=off, "
             "or an older bootstrap)")), base, when=when)
     # Secrets are masked in a report: under Lightning every rank inherits rank 0's environment anyway.

@@ -26,21 +26,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from bootstrap.doors import outbound, records
 from bootstrap.doors.errors import PRESET
 from bootstrap.doors.masking import MASK, masked
-from bootstrap.doors.textenum import TextEnum
+from bootstrap.doors.statuses import AgreementStatus as Status
 from bootstrap.doors.torch_settings import SETTINGS
 from bootstrap.variables import agreement as variable_kinds  # imports no table until asked
-
-
-class Status(TextEnum):
-    """``distributed.agreement.status``."""
-
-    AGREED = "agreed"
-    DIFFERS = "differs"  # differences that only warn (or agree=warn): recorded, the job runs
-    STOPPED = "stopped"  # a difference that stops, under agree=error: the task did not run
-    OFF = "off"  # env.distributed.agree=off
-    SINGLE = "single"  # one rank: nothing to compare (the fingerprint is recorded for a framework's later ranks)
-    NOT_CHECKED = "not_checked"  # no store and no report to compare with: `note` says why
-
 
 # What stops a job under agree=error: these facts of the rank, and the variables' stopping kinds (the table's rule).
 STOPPING = ("version", "preset", "device", *sorted(variable_kinds.STOPPING))
@@ -229,7 +217,7 @@ def outcome(reference: Mapping[str, str], reference_host: str, odd: Sequence[Any
             world_size: int, policy: str) -> records.Agreement:
     found, more = differences(reference, reference_host, odd, odd_count, world_size, policy)
     if not found:
-        return records.Agreement(status=Status.AGREED.value)
+        return records.Agreement(status=Status.AGREED)
     status = Status.STOPPED if any(d.stops for d in found) else Status.DIFFERS
-    return records.Agreement(status=status.value, differences=found, more_differences=more,
+    return records.Agreement(status=status, differences=found, more_differences=more,
                              message=message(found, odd, odd_count, world_size, reference_host, more))

@@ -1,9 +1,11 @@
 """The job's record, ``bootstrap.json``: built from (plan, what was found, what happened). Pure.
 
-:func:`build` makes the typed :class:`~bootstrap.doors.records.Report` at job start;
-:func:`record_end` adds what the task did (a group a framework made, a re-seed, its own
-thread count) and :func:`finish` how the job ended. Like Hydra's ``JobReturn``, a job's end
-is a :class:`JobStatus`. Variable values and overrides are masked here (:mod:`bootstrap.doors.masking`);
+:func:`build` makes the typed :class:`~bootstrap.doors.records.Report` at job start (the ranks'
+agreement and the preflight check included); :func:`end` writes, in one call, everything a
+:class:`JobEnd` holds: how the job ended (like Hydra's ``JobReturn``, a
+:class:`~bootstrap.doors.statuses.JobStatus`), the task's metrics and error, what the task did (a group
+a framework made, a re-seed, its own thread count), the flight recorder's findings and the group's teardown.
+Variable values and overrides are masked here (:mod:`bootstrap.doors.masking`);
 the session writes the report through :mod:`bootstrap.doors.outbound`, which cleans every text
 again on its way out (the task's own error included).
 
@@ -14,28 +16,19 @@ again on its way out (the task's own error included).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple
 
 from bootstrap.core.auto import Choice
 from bootstrap.core.metrics import metrics_from
 from bootstrap.core.plan import Plan
 from bootstrap.core.versions import Check, Found
-from bootstrap.distributed.group import GroupState
 from bootstrap.doors import outbound, records
 from bootstrap.doors.masking import masked, masked_override
 from bootstrap.doors.records import SCHEMA_VERSION, Report
-from bootstrap.doors.textenum import TextEnum
+from bootstrap.doors.statuses import GroupState, JobStatus, Teardown
 
-
-class JobStatus(TextEnum):
-    """``job.status``: how a job ended, or that it is still running."""
-
-    RUNNING = "running"  # the job started; killed before it ended (SIGKILL), a report stays at this
-    COMPLETED = "completed"
-    FAILED = "failed"  # the task raised
-    CHECK_FAILED = "check_failed"  # a requirement failed with on_mismatch=error: the task did not run
-    INTERRUPTED = "interrupted"  # SIGTERM, Ctrl-C or exit before the job ended
-    PREVIEW = "preview"  # bootstrap doctor: worked out, nothing applied
+if TYPE_CHECKING:
+    from bootstrap.variables.lint import Machine
 
 
 @dataclass(frozen=True)
@@ -63,11 +56,18 @@ class Applied:
 
 def build(job: JobInfo, plan: Plan, device: str, found: Found,
           checks: Sequence[Check], applied: Optional[Applied], warnings: Sequence[str], bootstrap_s: float,
-          status: JobStatus = JobStatus.RUNNING, lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> Report:
+          status: JobStatus = JobStatus.RUNNING, lint: Sequence[Any] = (), started_ns: Optional[int] = None,
+          agreement: Optional[records.Agreement] = None, preflight: Optional[records.Preflight] = None,
+          machine: Optional[Machine] = None) -> Report:
     """The report at job start. ``applied`` is None when nothing was applied (a preview, a failed check);
     ``lint`` holds the variable lint's findings (``bootstrap.variables.lint.Finding``); ``started_ns`` is
-    ``time.time_ns()`` when the job's bootstrap started (None in a preview)."""
+    ``time.time_ns()`` when the job's bootstrap started (None in a preview). The preflight check's time is
+    reported apart from the bootstrap's own (``timings.preflight_s``). ``machine``: a variable for hardware it
+    lacks is not ``effective``, by the verdict that makes the lint's ``hardware`` finding; None: not judged."""
     launch = plan.launch
+    preflight_s = preflight.seconds if preflight is not None else None
+    if preflight_s is not None:
+        bootstrap_s = max(0.0, bootstrap_s - preflight_s)
     return Report(
         schema_version=SCHEMA_VERSION,
         preset=job.preset,
@@ -83,9 +83,7 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
             cpus=found.cpus, cpus_usable=found.cpus_usable, cpu_affinity=found.cpu_affinity),
         checks=[records.Check(name=c.name, required=c.required, found=c.found, ok=c.ok) for c in checks],
         lint=[records.LintFinding(**finding.as_dict()) for finding in lint],
-        vars={d.name: records.Var(value=masked(d.name, d.value), source=d.source, effective=d.effective, note=d.note,
-                                  withheld=d.withheld)
-              for d in plan.vars},
+        vars={d.name: _var(d, machine) for d in plan.vars},
         threads=records.Threads(
             # In effect once applied; until then (a preview, a failed check) what would be.
             intra_op=applied.intra_op if applied else plan.threads.intra_op,
@@ -96,41 +94,71 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
         distributed=records.Distributed(
             **launch.as_dict(),
             backend=applied.backend if applied else None,
-            process_group=(applied.group if applied else GroupState.NONE).value,
+            process_group=applied.group if applied else GroupState.NONE,
             teardown=None,  # set at job end
             mesh=dict(plan.mesh) if applied and applied.mesh else None,
             group_at_end=None,  # set at job end: the group in use then, whoever made it
-            hang=None),  # set when the job failed or was stopped under a group: the dumps, what they show
+            hang=None,  # set when the job failed or was stopped under a group: the dumps, what they show
+            agreement=agreement),
         seed=records.Seed(value=plan.seed, global_seed=plan.global_seed,
                           generators=list(applied.seeded) if applied else [], data_seed=plan.data_seed,
                           task_seed=None),
+        preflight=preflight,
         warnings=list(warnings),
-        timings=records.Timings(bootstrap_s=round(bootstrap_s, 6), started_ns=started_ns),
-        job=records.Job(num=job.num, status=JobStatus(status).value, metrics=None),
+        timings=records.Timings(bootstrap_s=round(bootstrap_s, 6), started_ns=started_ns,
+                                preflight_s=round(preflight_s, 4) if preflight_s is not None else None),
+        job=records.Job(num=job.num, status=JobStatus(status), metrics=None),
     )
 
 
-def record_end(report: Report, *, group_at_end: Optional[Mapping[str, Any]], intra_op_now: Optional[int],
-               task_seed: Optional[int]) -> None:
-    """What the task did that the report must show: the group in use at the end (a framework's too,
-    as ``bootstrap.distributed.group_in_use`` gives it), the task's own thread count and a re-seed
-    (``None``: it did not)."""
-    report.distributed.group_at_end = records.GroupAtEnd.from_json(group_at_end) if group_at_end else None
-    if intra_op_now is not None and intra_op_now != report.threads.intra_op:
-        report.threads.intra_op_at_end = intra_op_now  # e.g. Lightning set its own count
-    if task_seed is not None:
-        report.seed.task_seed = task_seed
+def _var(decision: Any, machine: Any) -> records.Var:
+    """One entry of ``vars``: the plan's decision, and whether it matters on this machine's hardware at all."""
+    gap = None
+    if machine is not None:
+        from bootstrap.variables.lint import hardware_gap
+
+        gap = hardware_gap(decision.name, machine)
+    idle = gap.why if gap is not None and gap.does_nothing else ""
+    return records.Var(value=masked(decision.name, decision.value), source=decision.source,
+                       effective=decision.effective and not idle, note=decision.note, withheld=decision.withheld,
+                       does_nothing_here=idle)
+
+
+@dataclass
+class JobEnd:
+    """Everything the record's end holds, written by :func:`end` in one call. ``None``: not known (a start
+    refused before the task ran knows only its status and error)."""
+
+    status: JobStatus
+    metrics: Any = None  # the task's return value (see metrics_from)
+    error: Any = None  # the task's exception or message
+    group_at_end: Optional[Mapping[str, Any]] = None  # as bootstrap.distributed.group_in_use gives it
+    intra_op_now: Optional[int] = None  # the task's own thread count (Lightning sets one)
+    task_seed: Optional[int] = None  # torch's seed at the end, when the task re-seeded
+    hang: Optional[records.Hang] = None  # what the flight recorder's dumps show, after a failure under a group
+    teardown: Optional[Teardown] = None  # what became of the group
 
 
 MAX_ERROR_CHARS = 20_000  # the task's message in job.error; a longer one is cut (reports are read by every summary)
 
 
-def finish(report: Report, status: JobStatus, metrics: Any = None, error: Any = None) -> None:
-    """How the job ended; ``metrics`` is the task's return value (:func:`bootstrap.core.metrics.metrics_from`).
-    Never raises for what the task returned or raised: the record must end."""
-    values, skipped = metrics_from(metrics)
-    report.job = records.Job(num=report.job.num, status=JobStatus(status).value, metrics=values,
+def end(report: Report, job_end: JobEnd) -> None:
+    """How the job ended, and what the task did that the report must show. Never raises for what the task
+    returned or raised: the record must end."""
+    values, skipped = metrics_from(job_end.metrics)
+    error = job_end.error
+    report.job = records.Job(num=report.job.num, status=JobStatus(job_end.status), metrics=values,
                              metrics_skipped=skipped, error=None if error is None else error_text(error))
+    group_at_end = job_end.group_at_end
+    report.distributed.group_at_end = records.GroupAtEnd.from_json(group_at_end) if group_at_end else None
+    if job_end.intra_op_now is not None and job_end.intra_op_now != report.threads.intra_op:
+        report.threads.intra_op_at_end = job_end.intra_op_now  # e.g. Lightning set its own count
+    if job_end.task_seed is not None:
+        report.seed.task_seed = job_end.task_seed
+    if job_end.hang is not None:
+        report.distributed.hang = job_end.hang
+    if job_end.teardown is not None:
+        report.distributed.teardown = job_end.teardown
 
 
 def error_text(error: Any) -> str:
@@ -152,12 +180,21 @@ def error_text(error: Any) -> str:
     return text
 
 
+def effect(var: records.Var) -> str:
+    """The log table's ``effective`` column: yes, children only, not set (withheld), or why it does nothing here."""
+    if var.does_nothing_here:
+        return outbound.shown(f"no: {var.does_nothing_here}")
+    if var.withheld:
+        return "not set"
+    return "yes" if var.effective else "children only"
+
+
 def format_table(report: Report) -> str:
     """A short, aligned summary for the job log."""
     rows = [("variable", "value", "source", "effective")]
     for name, v in report.vars.items():  # each row one line, whatever a value holds
         rows.append((outbound.shown(name, limit=80), outbound.shown(v.value, name=name), outbound.shown(v.source),
-                     "yes" if v.effective else "children only"))
+                     effect(v)))
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     failed = [c.name for c in report.checks if not c.ok]

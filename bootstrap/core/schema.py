@@ -15,7 +15,7 @@ import functools
 import math
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union, cast
 
 from bootstrap.core import presets
 from bootstrap.doors import outbound
@@ -305,7 +305,7 @@ def load(env_cfg: Any) -> EnvConfig:
         if not (isinstance(env_cfg, DictConfig) and OmegaConf.get_type(env_cfg) is EnvConfig):
             # Hydra already typed a preset that lists the schema; anything else is typed here.
             env_cfg = OmegaConf.merge(OmegaConf.structured(EnvConfig), env_cfg)
-        preset = OmegaConf.to_object(env_cfg)
+        preset = cast(EnvConfig, OmegaConf.to_object(env_cfg))  # a structured EnvConfig's object: an EnvConfig
     except OmegaConfBaseException as e:
         full_key = getattr(e, "full_key", None) or ""
         # A node cut from a whole job config (Hydra typed it in place) names its path there: drop it.

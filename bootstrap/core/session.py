@@ -19,24 +19,26 @@ import signal
 import time
 from functools import wraps
 from pathlib import Path
-from typing import Any, Collection, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Collection, List, Mapping, Optional, Sequence, TypeVar
 
 from bootstrap.core import active, agreement, preflight, presets, report, runtime, schema, verdict, versions
 from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan, make_plan
-from bootstrap.core.report import Applied, JobInfo, JobStatus
+from bootstrap.core.process_vars import set_by_process
+from bootstrap.core.report import Applied, JobEnd, JobInfo, JobStatus
 from bootstrap.distributed import frameworks, launcher, seeding
 from bootstrap.distributed.group import GroupState
 from bootstrap.distributed.group import in_use as group_in_use
 from bootstrap.doors import outbound, overrides, records
 from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, DisagreementError, PreflightError
 from bootstrap.doors.records import Report
-from bootstrap.variables import environ, readers
+from bootstrap.variables import environ, lint, readers
 
 log = logging.getLogger(__name__)
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
-def _naming_preset(method):
+def _naming_preset(method: _Method) -> _Method:
     """The boundary where an error's message names the preset as the job does (``self.key``): once."""
     @wraps(method)
     def named(self, *args, **kwargs):
@@ -46,7 +48,7 @@ def _naming_preset(method):
             error.under(self.key)
             raise
 
-    return named
+    return named  # type: ignore[return-value]  # with method's signature (functools.wraps)
 
 
 class Session:
@@ -109,7 +111,7 @@ class Session:
     def __enter__(self) -> "Session":
         return self.apply()
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
         self.close(JobStatus.COMPLETED if exc is None else JobStatus.FAILED, error=exc)
 
     def named(self, text: Optional[str]) -> Optional[str]:
@@ -143,7 +145,8 @@ class Session:
         self.preset_digest = presets.digest(self.preset)  # once per job: the report and the ranks' comparison
         launch = self.launch or self.detect_launch()
         own_cpus = launch.row.own_cpus()
-        self.plan = make_plan(self.preset, environ_now=environ_now, env_set=self.env_set,
+        by_process = set_by_process(environ_now, self.env_set, launch, self.output_dir)
+        self.plan = make_plan(self.preset, environ_now=environ_now, env_set=self.env_set, by_process=by_process,
                               explicit_vars=self.explicit_vars, state=readers.current_state(),
                               cpus=own_cpus or versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
                               launcher_cpus=versions.launcher_cpus(), cpus_are_own=own_cpus is not None,
@@ -161,10 +164,9 @@ class Session:
     def _job(self) -> JobInfo:
         return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved, self.preset_digest)
 
-    def _lint(self, found: Optional[versions.Found] = None) -> list:
-        from bootstrap.variables import lint
-
-        return lint.for_preset(self.preset, found, platform.machine(), versions.openmp_runtimes)
+    def _machine(self, found: versions.Found) -> lint.Machine:
+        """The hardware as both the lint and the report's ``effective`` judge it (``lint.hardware_gap``)."""
+        return lint.machine_from(found, platform.machine(), versions.openmp_runtimes)
 
     @_naming_preset
     def preview(self) -> Report:
@@ -177,10 +179,10 @@ class Session:
         checks = versions.check(self.preset.requires, found, plan.device_type)
         no_gpu = self._device(plan, found)
         warnings += [no_gpu] if no_gpu else []
-        preview = report.build(self._job(), plan, self.device, found, checks, None, warnings,
-                               time.perf_counter() - started, JobStatus.PREVIEW, self._lint(found))
-        preview.preflight = preflight.expected(self.preset)
-        return preview
+        machine, took = self._machine(found), time.perf_counter() - started
+        return report.build(self._job(), plan, self.device, found, checks, None, warnings, took, JobStatus.PREVIEW,
+                            lint.for_preset(self.preset, machine), preflight=preflight.expected(self.preset),
+                            machine=machine)
 
     # -- applying ----------------------------------------------------------------------------
     @_naming_preset
@@ -272,7 +274,7 @@ class Session:
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
             for line in environ.late_warnings(plan.vars):
                 _warn(warnings, line)
-            findings = self._lint(found)
+            findings = lint.for_preset(self.preset, self._machine(found))
             for finding in findings:
                 log.warning("lint: %s", finding)
             applied = Applied(intra, inter, tuple(seeded), group_state, backend, self.mesh is not None)
@@ -282,8 +284,8 @@ class Session:
         except BaseException as error:
             teardown = self._undo()
             if teardown is not None and self.report is not None:  # refused once the group existed (the preflight)
-                self.report.distributed.teardown = teardown.value
-                self._write(self.report)
+                self._end(JobEnd(self.report.job.status or JobStatus.CHECK_FAILED, error=self.report.job.error,
+                                 teardown=teardown))
             if isinstance(error, (KeyboardInterrupt, SystemExit)) and self.report is None:
                 try:  # a signal before the job started (a rendezvous waiting for a peer): say so
                     self._record(plan, found or versions.detect(), checks, None, warnings, started,
@@ -293,7 +295,7 @@ class Session:
                     log.warning("could not record the interrupted start: %s", write_error)
             raise
 
-    def _agree(self, plan: Plan, found: versions.Found, intra_op: int, inter_op: int):
+    def _agree(self, plan: Plan, found: versions.Found, intra_op: int, inter_op: int) -> Any:
         """Compare this rank with rank 0 (``self._agreement``); returns the store it made for the group, if any."""
         facts = agreement.Facts(
             versions={"python": found.python, "torch": found.torch, "cuda": found.cuda, "cudnn": found.cudnn,
@@ -303,18 +305,17 @@ class Session:
         self._agreement, store = agreement.check(
             self.preset.distributed.agree.value, plan.launch, facts, self.output_dir,
             bool(plan.distributed and plan.create_group), self.preset.distributed.timeout_s,
-            [decision.name for decision in plan.vars])
+            [decision.name for decision in plan.vars if decision.source != environ.PROCESS])
         self._agreement.message = self.named(self._agreement.message)
         return store
 
-    def _record(self, plan: Plan, found: versions.Found, checks, applied: Optional[Applied], warnings: List[str],
+    def _record(self, plan: Plan, found: versions.Found, checks: list, applied: Optional[Applied], warnings: List[str],
                 started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None,
                 lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> None:
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
-                                   time.perf_counter() - started, status, lint, started_ns)
-        self.report.distributed.agreement = self._agreement
-        preflight.attach(self.report, self._preflight)
-        self._write(self.report, error=self.named(error))
+                                   time.perf_counter() - started, status, lint, started_ns, self._agreement,
+                                   self._preflight, self._machine(found))
+        self._end(JobEnd(status, error=self.named(error)))
 
     # -- closing -----------------------------------------------------------------------------
     def _close_interrupted(self) -> None:
@@ -329,57 +330,57 @@ class Session:
         with sigterm_held():  # a SIGTERM now waits until the process is restored (torchrun's, after a peer failed)
             for session in reversed(active.inside(self)):
                 session.close(JobStatus.FAILED, error="closed because an outer session was closed first")
-            status = JobStatus(status)
+            job_end = JobEnd(JobStatus(status), metrics, error)
             try:  # a record must never keep the process from being restored
-                error = self._record_end(status, error)
+                self._task_effects(job_end)
+                self._failure(job_end)
             except Exception as record_error:  # noqa: BLE001 - the store may be gone with a peer: still restore
                 log.warning("could not record the task's effects or the failing rank: %s", record_error)
             finally:  # also when Ctrl-C comes while the dumps are gathered
-                teardown = self._undo()
-                if self.report is not None:  # whatever the task returned, the record ends (report.finish)
-                    if teardown is not None:
-                        self.report.distributed.teardown = teardown.value
-                    self._write(self.report, status, metrics, error)
+                job_end.teardown = self._undo()
+                if self.report is not None:  # whatever the task returned, the record ends
+                    self._end(job_end)
 
-    def _record_end(self, status: JobStatus, error: Any) -> Any:
-        """What the task changed, and on a failure the dumps and which rank failed first. Returns the
-        error as the report will say it (the failing rank's, when a peer failed first)."""
-        self._record_task_effects()
+    def _failure(self, job_end: JobEnd) -> None:
+        """On a failure under a group: the dumps, and which rank failed first (the error becomes the failing
+        rank's, when a peer failed first)."""
+        status, error = job_end.status, job_end.error
         first = None
         if status is JobStatus.FAILED and error is not None and self._group is not None \
                 and self._group.state is GroupState.CREATED and self.world_size > 1:
             from bootstrap.distributed import group
 
             first = group.claim_first_failure(self.rank, _text(error))  # at once: peers read it
-        finding = self._forensics(status, error)
+        job_end.hang = self._forensics(status, error)
         if first is not None:
-            error = group.attribute_failure(self.rank, _text(error), first, finding)
-        return error
+            job_end.error = group.attribute_failure(self.rank, _text(error), first,
+                                                    job_end.hang.finding if job_end.hang else None)
 
-    def _forensics(self, status: JobStatus, error: Any) -> Optional[str]:
+    def _forensics(self, status: JobStatus, error: Any) -> Optional[records.Hang]:
         """A job that did not complete under a process group: every rank's flight-recorder dump, and
-        what they show (the report's ``group.hang``). Returns the finding, for torchrun's summary."""
+        what they show (the report's ``distributed.hang``)."""
         if status is JobStatus.COMPLETED or self._recorder is None or self.report is None:
             return None
         reason = f"job {status.value}" + (f": {type(error).__name__}" if isinstance(error, BaseException) else "")
-        self.report.distributed.hang = hang = self._recorder.collect(reason)
-        return hang["finding"] if hang else None
+        return self._recorder.collect(reason)
 
     def _end_stuck(self, signum: int) -> None:
         """In the watcher thread: SIGTERM came while the main thread is blocked in a collective, and its
         handler never ran. Record the job as interrupted, with what the dumps show, and exit."""
         try:
-            finding = self._forensics(JobStatus.INTERRUPTED, None)
+            hang = self._forensics(JobStatus.INTERRUPTED, None)
             message = f"rank {self.rank} stopped by {signal.Signals(signum).name} while blocked in a collective" + \
-                (f": {finding}" if finding else "")
+                (f": {hang.finding}" if hang and hang.finding else "")
             from bootstrap.distributed import group
 
             group.write_elastic_error_file(message, int(time.time()))
-            self._write(self.report, JobStatus.INTERRUPTED, error=message)
+            if self.report is not None:
+                self._end(JobEnd(JobStatus.INTERRUPTED, error=message, hang=hang))
         finally:
             os._exit(128 + signum)
 
-    def _record_task_effects(self) -> None:
+    def _task_effects(self, job_end: JobEnd) -> None:
+        """What the task changed: the group in use now (a framework's too), its own thread count, a re-seed."""
         if self.report is None:
             return
         from bootstrap.distributed import group
@@ -387,9 +388,9 @@ class Session:
         readers.current_state()  # remembers a live group: some variables are read at the first one only
         made_here = self._group is not None and self._group.state is GroupState.CREATED
         seed_now = seeding.torch_seed()
-        report.record_end(self.report, group_at_end=group.group_in_use(made_here),
-                          intra_op_now=runtime.intra_op_now(),
-                          task_seed=seed_now if self._torch_seed is not None and seed_now != self._torch_seed else None)
+        job_end.group_at_end = group.group_in_use(made_here)
+        job_end.intra_op_now = runtime.intra_op_now()
+        job_end.task_seed = seed_now if self._torch_seed is not None and seed_now != self._torch_seed else None
 
     def _undo(self):
         """Put the process back (see ProcessChanges.undo); returns what became of the group."""
@@ -401,11 +402,12 @@ class Session:
         finally:
             self._release_logs()
 
-    def _write(self, record: Report, status: Optional[JobStatus] = None, metrics: Any = None,
-               error: Any = None) -> None:
-        if status is not None or error is not None:
-            report.finish(record, status or JobStatus(record.job.status), metrics, error)
-        if self.output_dir is not None:  # rank N of a world writes bootstrap.rank<N>.json; cleaned on the way out
+    def _end(self, job_end: JobEnd) -> None:
+        """The record's end, in one call (report.end), then written: rank N of a world writes
+        bootstrap.rank<N>.json, cleaned on the way out."""
+        assert (record := self.report) is not None, "a report is made before its end is written"
+        report.end(record, job_end)
+        if self.output_dir is not None:
             outbound.write_json(self.output_dir / records.report_name(self.rank, self.world_size), record.to_json())
 
 

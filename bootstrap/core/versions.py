@@ -104,7 +104,8 @@ def cpu_affinity() -> str:
         cpus = sorted(os.sched_getaffinity(0))
     except AttributeError:
         return "unknown"
-    ranges, start = [], cpus[0]
+    ranges: List[str] = []
+    start: Optional[int] = cpus[0]  # None past the last
     for prev, cur in zip(cpus, cpus[1:] + [None], strict=True):
         if cur != prev + 1:
             ranges.append(f"{start}-{prev}" if prev != start else str(start))

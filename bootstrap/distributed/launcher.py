@@ -14,7 +14,7 @@ call; detection reads only the environment and what they returned.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Mapping, Optional, Tuple
 
 from bootstrap.distributed import launchvars
 from bootstrap.distributed.frameworks import SubmititJob, in_ray_worker, ray_assigned_cpus
@@ -112,7 +112,7 @@ def _torchrun_style(launcher: str, environ: Mapping[str, str], hints: Hints, nod
     local_world = count(environ, "LOCAL_WORLD_SIZE", world)
     rank = count(environ, "RANK")
     addr, port = hints.address(environ)
-    return Launch(launcher, rank=rank, local_rank=count(environ, "LOCAL_RANK", 0), world_size=world,
+    return Launch(Launcher(launcher), rank=rank, local_rank=count(environ, "LOCAL_RANK", 0), world_size=world,
                   local_world_size=local_world, node_rank=count(environ, node_var, rank // max(1, local_world)),
                   master_addr=addr, master_port=port, job_id=job_id)
 
@@ -149,7 +149,7 @@ def _ray_task(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     hydra-ray-launcher runs each job."""
     if "RAY_RAYLET_PID" not in environ or _has_rank(environ):
         return None
-    return Launch("ray_task", master_addr=hints.master_addr, master_port=hints.master_port,
+    return Launch(Launcher("ray_task"), master_addr=hints.master_addr, master_port=hints.master_port,
                   job_id=environ.get("RAY_JOB_ID"))
 
 
@@ -174,7 +174,7 @@ def _kubeflow(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
                           "train_stub.py ...): it reads the PET_* variables and numbers every process.")
     addr, port = hints.address(environ)
     rank = count(environ, "RANK")
-    return Launch("kubeflow", rank=rank, world_size=count(environ, "WORLD_SIZE"),
+    return Launch(Launcher("kubeflow"), rank=rank, world_size=count(environ, "WORLD_SIZE"),
                   node_rank=count(environ, "PET_NODE_RANK", rank), master_addr=addr, master_port=port)
 
 
@@ -197,7 +197,7 @@ def _lightning(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
                           "many ranks run per node. Export LOCAL_WORLD_SIZE=<trainer.devices> on every node.")
     local = count(environ, "LOCAL_RANK")
     addr, port = hints.address(environ)
-    return Launch("lightning", rank=node * per_node + local, local_rank=local, world_size=world,
+    return Launch(Launcher("lightning"), rank=node * per_node + local, local_rank=local, world_size=world,
                   local_world_size=per_node, node_rank=node, master_addr=addr, master_port=port)
 
 
@@ -223,7 +223,7 @@ def _mpi(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     if addr is None and world == local_world:
         addr = "127.0.0.1"
     # Open MPI maps ranks by slot (node by node) unless told otherwise; it gives no node index.
-    return Launch("mpi", rank=rank, local_rank=local, world_size=world, local_world_size=local_world,
+    return Launch(Launcher("mpi"), rank=rank, local_rank=local, world_size=world, local_world_size=local_world,
                   node_rank=rank // max(1, local_world), master_addr=addr,
                   master_port=port or derived_port(job_id or "0"), job_id=job_id)
 
@@ -234,7 +234,7 @@ def _submitit(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     if job is None:
         return None
     addr, port = hints.address(environ)
-    return Launch("submitit", rank=job.global_rank, local_rank=job.local_rank, world_size=job.num_tasks,
+    return Launch(Launcher("submitit"), rank=job.global_rank, local_rank=job.local_rank, world_size=job.num_tasks,
                   local_world_size=max(1, job.num_tasks // max(1, job.num_nodes)), node_rank=job.node,
                   master_addr=addr or (job.hostnames[0] if job.hostnames else None),
                   master_port=port or derived_port(job.job_id), job_id=job.job_id)
@@ -255,7 +255,7 @@ def _srun(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     node = count(environ, "SLURM_NODEID", 0)
     job_id = slurm_job_id(environ)
     addr, port = hints.address(environ)
-    return Launch("slurm", rank=count(environ, "SLURM_PROCID"), local_rank=count(environ, "SLURM_LOCALID", 0),
+    return Launch(Launcher("slurm"), rank=count(environ, "SLURM_PROCID"), local_rank=count(environ, "SLURM_LOCALID", 0),
                   world_size=world, local_world_size=tasks_on_node(per_node_text, node), node_rank=node,
                   master_addr=addr or first_host(environ.get("SLURM_NODELIST", "")),
                   master_port=port or derived_port(environ.get("SLURM_JOB_ID", "0")),
@@ -277,9 +277,9 @@ def _single(environ: Mapping[str, str], hints: Hints) -> Launch:
         # One process reads MASTER_PORT only to make a group (env.distributed.init=always). Kubernetes
         # puts `MASTER_PORT=tcp://10.0.0.5:7077` in every pod of a namespace with a Service named
         # `master`: that must not stop a job that never makes one.
-        return Launch("single", master_addr=environ.get("MASTER_ADDR") or hints.master_addr,
+        return Launch(Launcher("single"), master_addr=environ.get("MASTER_ADDR") or hints.master_addr,
                       master_port=hints.master_port, job_id=job_id, port_problem=str(problem))
-    return Launch("single", master_addr=addr, master_port=port, job_id=job_id)
+    return Launch(Launcher("single"), master_addr=addr, master_port=port, job_id=job_id)
 
 
 # -- the table -----------------------------------------------------------------------------------------
@@ -293,6 +293,8 @@ class LauncherRow:
     mark: str = ""  # the variables that only it sets, as messages name them
     exports_rendezvous: bool = False  # sets no (or not all) torchrun-style variables: the bootstrap exports them
     framework_makes_group: bool = False  # the framework that started the ranks makes the process group itself
+    # Rank 0's own process started this rank, with its environment as it was then (Lightning's ddp re-launch).
+    started_by_rank0: bool = False
     # The framework made the process group before the job started (Ray Train): a world without one is not its.
     group_before_job: bool = False
     # It hosts a store that its workers use as torch's env:// would (torchrun's agent, when
@@ -335,7 +337,8 @@ LAUNCHERS: Tuple[LauncherRow, ...] = (
     # python started directly in a Kubeflow PyTorchJob pod
     LauncherRow("kubeflow", _kubeflow, "PET_NNODES or PET_NPROC_PER_NODE", exports_rendezvous=True),
     # a rank >= 1 that Lightning's `ddp` strategy re-launched
-    LauncherRow("lightning", _lightning, "LOCAL_RANK and NODE_RANK without RANK", framework_makes_group=True),
+    LauncherRow("lightning", _lightning, "LOCAL_RANK and NODE_RANK without RANK", framework_makes_group=True,
+                started_by_rank0=True),
     # mpirun / mpiexec: Open MPI, MPICH, Intel MPI, MVAPICH
     LauncherRow("mpi", _mpi, "an MPI's rank and size variables", exports_rendezvous=True,
                 master_addr_hint=" MPI gives no master address; pass it with mpirun -x MASTER_ADDR."),
@@ -349,7 +352,11 @@ LAUNCHERS: Tuple[LauncherRow, ...] = (
     LauncherRow("single", _single),
 )
 # The launchers' names, as the report writes them (a str enum: Launcher.torchrun == "torchrun").
-Launcher = TextEnum("Launcher", [(row.name, row.name) for row in LAUNCHERS], module=__name__)
+if TYPE_CHECKING:  # a type checker cannot read the members from the rows; it knows Launcher("torchrun") is one
+    class Launcher(TextEnum):
+        pass
+else:
+    Launcher = TextEnum("Launcher", [(row.name, row.name) for row in LAUNCHERS], module=__name__)
 ROW_OF: Dict[Launcher, LauncherRow] = {Launcher(row.name): row for row in LAUNCHERS}
 
 
@@ -397,7 +404,7 @@ def peek(environ: Mapping[str, str]) -> Launch:
     try:
         return detect(environ)
     except ConfigError:
-        return Launch("single")
+        return Launch(Launcher("single"))
 
 
 def scheduler_job_id(environ: Mapping[str, str]) -> Optional[str]:

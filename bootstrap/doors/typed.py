@@ -14,13 +14,17 @@ import dataclasses
 import math
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, NewType, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, NewType, Optional, Tuple, Type, TypeVar
 
 from bootstrap.doors.inbound import MAX_DEPTH, Unreadable, bounded_depth
+from bootstrap.doors.textenum import TextEnum
 
 # A whole number from 0 to 2**53: a job number, a rank, a thread count. Past 2**53 it would not
 # survive a float in another reader, and none of these is ever that large.
-Count = NewType("Count", int)
+if TYPE_CHECKING:  # to a type checker a plain int: its range is checked where it is read (_count), not at each use
+    Count = int
+else:  # at run time a type of its own, so a section's field finds its reader
+    Count = NewType("Count", int)
 MAX_COUNT = 2**53
 MAX_INT = 2**63  # seeds, ports, nanoseconds: within 64 bits
 
@@ -156,10 +160,25 @@ _RANGE: Dict[Any, Tuple[int, int]] = {
 }
 
 
+def _one_of(enumeration: Any) -> Callable[[Any], Any]:
+    """A status field: its text, as the enumeration's member."""
+    members = enumeration._value2member_map_
+    expected = f"not one of {', '.join(members)}"
+
+    def read_member(value: Any) -> Any:
+        if type(value) is str and value in members:
+            return members[value]
+        raise Wrong(expected)
+
+    return read_member
+
+
 def _reader(hint: Any) -> Callable[[Any], Any]:
     """The reader for a field's type, made once when its section is defined."""
     if hint in _READERS:
         return _READERS[hint]
+    if isinstance(hint, type) and issubclass(hint, TextEnum):
+        return _one_of(hint)
     if isinstance(hint, type) and hasattr(hint, "_read"):  # a section
         return hint._read
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -174,6 +193,16 @@ def _reader(hint: Any) -> Callable[[Any], Any]:
 
 # -- sections ---------------------------------------------------------------------------------
 _REQUIRED = object()
+_S = TypeVar("_S", bound="Section")
+# One field of a section, as its reader and writer use it: JSON name, attribute, reader, default (a factory, or
+# _REQUIRED), written only when set, the types checked without a call, and the [low, high) of a whole number.
+_Field = Tuple[str, str, Callable[[Any], Any], Any, bool, Tuple[type, ...], int, int]
+
+if TYPE_CHECKING:  # tells a type checker what @section makes; typing has it from 3.11, and it does nothing at run time
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
+        return lambda decorated: decorated
 
 
 def when_set(default: Any = None, factory: Optional[Callable[[], Any]] = None) -> Any:
@@ -183,13 +212,15 @@ def when_set(default: Any = None, factory: Optional[Callable[[], Any]] = None) -
     return field(default=default, metadata={"omit_default": True})
 
 
-def section(cls: type) -> type:
+# when_set is no field specifier: it always gives a default, which a type checker reads only from keywords.
+@dataclass_transform(kw_only_default=True, field_specifiers=(field,))
+def section(cls: Type[_S]) -> Type[_S]:
     """Make ``cls`` a dataclass that reads itself from JSON (``_read``) and writes itself (``to_json``).
     A field's JSON name is its own, or its metadata's ``json`` (``from_`` is ``from``); an absent field
     takes its default, and a key the section does not know is ignored."""
     cls = dataclass(cls, kw_only=True)  # fields in the order the JSON holds them, defaults or not
     hints = {f.name: f.type for f in dataclasses.fields(cls)}  # evaluated types: no __future__ annotations here
-    spec = []
+    entries: List[_Field] = []
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING:
             default: Any = lambda value=f.default: value  # noqa: E731 - a factory, as default_factory is
@@ -197,10 +228,10 @@ def section(cls: type) -> type:
             default = f.default_factory
         else:
             default = _REQUIRED
-        spec.append((f.metadata.get("json", f.name), f.name, _reader(hints[f.name]), default,
-                     f.metadata.get("omit_default", False), _SIMPLE.get(hints[f.name], ()),
-                     *_RANGE.get(hints[f.name], (0, 0))))
-    cls._spec = spec = tuple(spec)
+        entries.append((f.metadata.get("json", f.name), f.name, _reader(hints[f.name]), default,
+                        f.metadata.get("omit_default", False), _SIMPLE.get(hints[f.name], ()),
+                        *_RANGE.get(hints[f.name], (0, 0))))
+    cls._spec = spec = tuple(entries)
     new = object.__new__
 
     def _read(value: Any) -> Any:
@@ -250,10 +281,13 @@ def to_json(value: Any) -> Any:
 
 
 class Section:
-    _read: Callable[[Any], Any]  # made by @section
+    # Made by @section (each subclass is a dataclass):
+    __dataclass_fields__: ClassVar[Dict[str, "dataclasses.Field[Any]"]]
+    _spec: ClassVar[Tuple[_Field, ...]]
+    _read: ClassVar[Callable[[Any], Any]]
 
     @classmethod
-    def from_json(cls, data: Any) -> Any:
+    def from_json(cls: Type[_S], data: Any) -> _S:
         """The section from parsed JSON; raises :class:`~bootstrap.doors.inbound.Unreadable` naming the first
         wrong field (``job.metrics.loss: not a finite number``)."""
         try:

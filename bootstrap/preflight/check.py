@@ -15,17 +15,21 @@ import itertools
 import os
 import statistics
 import time
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.distributed.waits import Deadline
 from bootstrap.doors import inbound, outbound, records
 from bootstrap.doors.errors import PRESET
+from bootstrap.doors.statuses import ComputeVerdict
 from bootstrap.preflight import figures as rank_figures
 from bootstrap.preflight import measure, nccl_log
 from bootstrap.preflight.figures import Compute, RankFigures
 from bootstrap.preflight.request import Request, planned, skipped_because
 from bootstrap.preflight.verdict import MAX_NAMED, Finding, judge, status
+
+if TYPE_CHECKING:
+    from torch.distributed import ProcessGroup
 
 MAX_RANKS_LISTED = 64  # ranks a report lists with their figures (rank 0, this rank, the slowest, those named)
 
@@ -129,7 +133,8 @@ def _collectives(request: Request, record: records.Preflight, own: RankFigures, 
                 dist.destroy_process_group(group)
 
 
-def _gathered(meeting: measure.Meeting, group, own: RankFigures, device: str, stage: str) -> List[RankFigures]:
+def _gathered(meeting: measure.Meeting, group: Optional[ProcessGroup], own: RankFigures,
+              device: str, stage: str) -> List[RankFigures]:
     """Every rank's figures as it sent them, this rank's too, so that every rank judges the same bytes."""
     sent = measure.gather(meeting, group, rank_figures.pack(own), device, stage)
     return [rank_figures.unpack(rank, data) for rank, data in enumerate(sent)]
@@ -158,18 +163,19 @@ def _listed(world: Sequence[RankFigures], own: RankFigures, slowest: Optional[Ra
 
 
 def _as_record(rank: RankFigures) -> records.PreflightRank:
-    return records.PreflightRank(rank=rank.rank, host=rank.host, compute=Compute(rank.compute).name.lower(),
+    compute = ComputeVerdict(Compute(rank.compute).name.lower())
+    return records.PreflightRank(rank=rank.rank, host=rank.host, compute=compute,
                                  tflops=rank.tflops, busbw_gbps=rank.busbw_gbps,
                                  node_busbw_gbps=rank.node_busbw_gbps)
 
 
 def _summarise(record: records.Preflight, world: Sequence[RankFigures], own: RankFigures,
                findings: Sequence[Finding]) -> None:
-    measured = [rank for rank in world if rank.tflops is not None]
-    slowest = min(measured, key=lambda rank: rank.tflops) if measured else None  # type: ignore[arg-type,return-value]
+    measured = [(rank.tflops, rank) for rank in world if rank.tflops is not None]
+    slowest = min(measured, key=lambda pair: pair[0])[1] if measured else None
     seen_busbw = [rank.busbw_gbps for rank in world if rank.busbw_gbps is not None]
     record.world_size = len(world)
-    record.median_tflops = statistics.median(rank.tflops for rank in measured) if measured else None
+    record.median_tflops = statistics.median(tflops for tflops, _ in measured) if measured else None
     record.busbw_gbps = statistics.median(seen_busbw) if seen_busbw else None
     record.slowest = _as_record(slowest) if slowest else None
     record.ranks = [_as_record(rank) for rank in _listed(world, own, slowest, findings)]

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence
 
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import PRESET
+from bootstrap.doors.statuses import PreflightStatus as Status
 from bootstrap.preflight.figures import Compute, RankFigures
 from bootstrap.preflight.request import Floors
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 MAX_NAMED = 8  # ranks a finding names with their figures; the rest are counted
 
@@ -35,13 +39,6 @@ MAX_NAMED = 8  # ranks a finding names with their figures; the rest are counted
 TOLERANCE = {"highest": 1e-5, "high": 1e-3, "medium": 5e-3}
 
 
-class Status:
-    OK = "ok"
-    SLOW = "slow"
-    FAULTY = "faulty"
-    SKIPPED = "skipped"
-
-
 @dataclass
 class Finding:
     kind: str  # faulty | slow | min_tflops | min_busbw_gbps | min_node_busbw_gbps | network | unfinished
@@ -53,7 +50,7 @@ class Finding:
         return self.kind in ("faulty", "unfinished")
 
 
-def compute_error(result, reference, a_rows, b) -> float:
+def compute_error(result: Tensor, reference: Tensor, a_rows: Tensor, b: Tensor) -> float:
     """The largest error of an element of ``result`` (rows of A @ B) against ``reference`` (the same in float64),
     scaled by the norms of its row of A (``a_rows``) and its column of ``b``; inf when it holds NaN or Inf."""
     import torch
@@ -71,11 +68,11 @@ def compute_verdict(error: float, precision: str) -> Compute:
     return Compute.WRONG if error > TOLERANCE.get(precision, TOLERANCE["medium"]) else Compute.OK
 
 
-def _figure(value: float) -> str:
-    return f"{value:.3g}"
+def _figure(value: Optional[float]) -> str:
+    return f"{value:.3g}" if value is not None else "none"
 
 
-def _named(ranks: Sequence[RankFigures], what) -> str:
+def _named(ranks: Sequence[RankFigures], what: Callable[[RankFigures], str]) -> str:
     """``rank 1 (host-a) 0.016 TFLOP/s, rank 5 (host-b) ...``: at most MAX_NAMED, then a count."""
     shown = [f"rank {r.rank} ({r.host}){what(r)}" for r in ranks[:MAX_NAMED]]
     more = len(ranks) - MAX_NAMED
@@ -137,7 +134,7 @@ def _low_compute(figures: Sequence[RankFigures], floor: Optional[float], device:
     why = ("a GPU throttled or capped (nvidia-smi -q -d PERFORMANCE,POWER), another job on it, or matmuls "
            f"without TF32 ({PRESET}.torch.matmul_precision=high)") if device == "cuda" else \
         "fewer or busier CPUs than the floor assumes"
-    text = _named(low, lambda r: f" {_figure(r.tflops)} TFLOP/s")  # type: ignore[arg-type]
+    text = _named(low, lambda r: f" {_figure(r.tflops)} TFLOP/s")
     return [Finding("min_tflops", f"{text} in a matmul, under the floor {PRESET}.preflight.min_tflops={floor:g}: "
                                   f"{why}", [r.rank for r in low[:MAX_NAMED]])]
 
@@ -216,7 +213,7 @@ def judge(figures: Sequence[RankFigures], floors: Floors, max_skew: float, devic
     return sorted(found, key=lambda finding: not finding.faulty)
 
 
-def status(findings: Sequence[Finding]) -> str:
+def status(findings: Sequence[Finding]) -> Status:
     if any(finding.faulty for finding in findings):
         return Status.FAULTY
     return Status.SLOW if findings else Status.OK

@@ -65,7 +65,7 @@ def rank(rows: List[Row], objective: Optional[str] = None, mode: Optional[str] =
     """Best first; jobs without the objective's metric last, in job order. Marks the best."""
     chosen = objective_for(rows, objective, mode, directions)
 
-    def key(row: Row):
+    def key(row: Row) -> Tuple[bool, float, Tuple[int, int, str]]:
         value = score(row, chosen) if chosen else None
         return (value is None, -(value or 0.0), job_order(row.job))
 

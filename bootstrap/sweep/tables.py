@@ -19,7 +19,7 @@ MAX_METRIC_COLUMNS = 24  # metrics shown as columns, in order of first appearanc
 MAX_CELL = 120  # characters of one cell
 
 
-def job_order(job: str):
+def job_order(job: str) -> Tuple[int, int, str]:
     """Job numbers in numeric order, then any other name."""
     if job.isascii() and job.isdigit() and len(job) < 19:
         return (0, int(job), "")
@@ -50,7 +50,7 @@ def _table(rows: Sequence[Any], names: Sequence[str]) -> Tuple[List[str], List[l
     return header, body
 
 
-def _plain(value) -> str:
+def _plain(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else ""
     if value is None:
@@ -59,7 +59,7 @@ def _plain(value) -> str:
     return text if text.isprintable() else outbound.printable(text)  # printable text holds nothing to escape
 
 
-def _csv_cell(value) -> str:
+def _csv_cell(value: Any) -> str:
     # OWASP's CSV-injection guidance: a spreadsheet runs a text cell starting with one
     # of these as a formula (some after leading spaces). Numbers stay numbers (a negative
     # loss is not a formula).
@@ -69,7 +69,7 @@ def _csv_cell(value) -> str:
     return text
 
 
-def _md_cell(value) -> str:
+def _md_cell(value: Any) -> str:
     if value is None:
         return ""
     if type(value) is float:  # at most 16 characters, no space, no "|": nothing to cut or escape

@@ -1,4 +1,4 @@
-"""Keep a sweep's winner as a preset (``python -m bootstrap tune``, :mod:`bootstrap.cli.tune`).
+"""Keep a sweep's winner as a preset (``bootstrap tune``, :mod:`bootstrap.cli.tune`).
 
 Reads the latest sweep's per-job reports (a reused sweep directory's older jobs are left
 out, see :func:`bootstrap.sweep.walk.latest`), takes the completed job that did best on the
@@ -35,7 +35,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, cast
 
 import yaml
 
@@ -47,6 +47,9 @@ from bootstrap.doors.records import Report
 from bootstrap.sweep import rank, read
 from bootstrap.sweep.read import Job, RowStatus
 from bootstrap.sweep.render import one_line
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _PRESET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*")  # env=gpu/h100 too
@@ -142,7 +145,7 @@ def _settings(varied: List[str], key: str, winner: Dict[str, Any], typed: Dict[s
     return settings, unset
 
 
-def _compose(text: str, name: str, conf_dir: Optional[Path]):
+def _compose(text: str, name: str, conf_dir: Optional[Path]) -> DictConfig:
     """The preset as an app composes ``env=<name>``: the new file first, then ``conf_dir``,
     then the shipped presets (the bootstrap's search path plugin)."""
     from omegaconf import OmegaConf
@@ -167,7 +170,7 @@ def check_loads(text: str, name: str, conf_dir: Optional[Path] = None) -> None:
 
     try:
         env = _compose(text, name, conf_dir)
-        validate(OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(EnvConfig), env)))
+        validate(cast(EnvConfig, OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(EnvConfig), env))))
     except Exception as error:  # noqa: BLE001 - Hydra's, OmegaConf's and the schema's errors alike
         # Hydra's first line says where ("In 'env/mine': ConfigKeyError raised while composing config:"),
         # the next what ("Key 'bogus' not in 'Threads'"), and a later one the key ("full_key: env.threads.bogus").
@@ -205,8 +208,8 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
                         f"{', '.join(n for n, _ in rank.AUTO_OBJECTIVES)}). Name the one to use: --objective NAME.")
     metric, direction = chosen
     shown_metric = one_line(masked_line(metric))
-    measured = sorted((j for j in jobs if rank.score(j.row, chosen) is not None),
-                      key=lambda j: -rank.score(j.row, chosen))
+    scored = [(score, j) for j in jobs if (score := rank.score(j.row, chosen)) is not None]
+    measured = [j for _, j in sorted(scored, key=lambda pair: -pair[0])]
     if not any(j.row.status == RowStatus.COMPLETED for j in measured):
         raise TuneError(f"no job of {sweep_dir} completed with a {shown_metric} to compare ({counts}). "
                         "Fix the failing jobs and sweep again, or choose another --objective.")
@@ -218,7 +221,7 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
     runner_up = measured[1] if len(measured) > 1 else None
 
     won = typed_values(winner.overrides)
-    if won is None:
+    if won is None or winner.overrides is None:  # (the second: None gives None)
         raise TuneError(f"the best job's overrides ({_shown(winner)}) are not plain Hydra overrides: "
                         "tune cannot tell what it set.")
     typed = {o.key: text for text in winner.overrides for o in [split(text)] if o.prefix != "~"}  # as typed
@@ -234,7 +237,7 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
     found = report.found
     not_preset = [k for k in varied if not k.startswith(f"{key}.") and k != key]
     header = [
-        f"Tuned by `python -m bootstrap tune` on {time.strftime('%Y-%m-%d')} from {sweep_dir.resolve()}",
+        f"Tuned by `bootstrap tune` on {time.strftime('%Y-%m-%d')} from {sweep_dir.resolve()}",
         f"machine: {_fact(found.cpus)} CPUs (affinity {_fact(found.cpu_affinity)}), "
         f"{_fact(found.gpu_names) if found.gpu_names else 'no GPU'}, "
         f"torch {_fact(found.torch)}, python {_fact(found.python)}",

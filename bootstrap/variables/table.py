@@ -20,7 +20,7 @@ module here exports is checked for duplicates by ``tests/unit/test_lint.py``: no
 two lists.
 """
 
-from typing import Callable, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 
 class V(NamedTuple):
@@ -46,7 +46,7 @@ def rows(library: Optional[str] = None, hardware: Tuple[str, ...] = (), *, agree
     shared_library, shared_hardware, shared_agree = library, hardware, agree
 
     def row(name: str, library: Optional[str] = None, *, also: Tuple[str, ...] = (),
-            hardware: Tuple[str, ...] = shared_hardware, agree: str = shared_agree, **fields) -> V:
+            hardware: Tuple[str, ...] = shared_hardware, agree: str = shared_agree, **fields: Any) -> V:
         library = shared_library if library is None else library
         if library is None:
             raise TypeError(f"{name}: its group names no library, so the row must")

@@ -72,6 +72,7 @@ def test_the_wheel_ships_the_presets_and_no_hydra_plugins_init(wheel_python):
     assert "hydra_plugins/__init__.py" not in names  # it would hide every other Hydra plugin
     assert "hydra_plugins/hydra_train_bootstrap/searchpath.py" in names
     assert "bootstrap/conf/__init__.py" in names  # Hydra's pkg:// source requires a regular package
+    assert "bootstrap/py.typed" in names  # PEP 561: a user's type checker reads the package's annotations
     shipped = {n for n in names if n.endswith(".yaml")}
     in_repo = {f"bootstrap/conf/{p.relative_to(ROOT / 'conf')}" for p in (ROOT / "conf").rglob("*.yaml")}
     assert shipped == in_repo - {"bootstrap/conf/config.yaml"}  # train_stub's own config stays out

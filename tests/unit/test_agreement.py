@@ -104,6 +104,20 @@ def test_a_framework_started_rank_leaves_out_what_rank_zero_planned_for_one_proc
     assert record.status == Status.STOPPED
 
 
+def test_what_rank_zeros_process_set_for_itself_is_still_compared():
+    # rank 0's report records it (source process), yet rank 0's bootstrap did not plan it: a task that changed it
+    # before the framework started rank 1 gave rank 1 another value, and the comparison says so
+    nvml, algo = "PYTORCH_NVML_BASED_CUDA_CHECK", "NCCL_ALGO"
+    reference = records.Report(vars={
+        nvml: records.Var(value="1", source="process", effective=True),
+        algo: records.Var(value="Ring", source="preset", effective=True)},
+        distributed=records.Distributed(agreement=records.Agreement(
+            status="single", host="a", fingerprint={f"var.{nvml}": "1", f"var.{algo}": "Ring"})))
+    own = {f"var.{nvml}": "0", f"var.{algo}": "Tree"}
+    record = agreement.compare_with_report(reference, own, 1, 2, "error")
+    assert [d.name for d in record.differences] == [f"var.{nvml}"]  # NCCL_ALGO: rank 0 planned it, left out
+
+
 def test_off_compares_nothing_and_one_rank_only_records_its_fingerprint():
     single = SimpleNamespace(world_size=1, rank=0)
     off, store = agreement.check("off", single, FACTS, None, False, 60)

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from bootstrap.cli import hang as hang_cli
 from bootstrap.distributed import dumps, hang
 from bootstrap.distributed.dumps import DUMP_PREFIX, MAX_WORLD_SIZE
-from bootstrap.doors import inbound
+from bootstrap.doors import inbound, records
 from unit.test_hang import dump_of, entry
 
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -145,7 +145,7 @@ def test_a_dump_that_records_another_rank_than_its_name_is_unreadable(tmp_path):
     # Copied or renamed: analysed under either rank, it could blame the wrong one.
     write(tmp_path, 3, dump_of(5, [entry(1)], world=8))
     found = hang.findings(tmp_path, since_ns=0)
-    assert found["dumps"] == [] and found["unreadable"] == [
+    assert found.dumps == [] and found.unreadable == [
         f"{name(3)}: records rank 5, not the 3 of its name: a renamed or copied dump"]
 
 
@@ -228,9 +228,8 @@ def test_any_directory_of_pickled_plain_data_gets_an_answer(tmp_path_factory, da
     for rank, data in enumerate(datas):
         write(run_dir, rank, data)
     found = hang.findings(run_dir)
-    assert set(found) >= {"dump_dir", "dumps", "ranks", "world_size", "finding", "findings", "groups", "stale",
-                          "missing", "unreadable", "notes"}
-    assert len(found["dumps"]) + len(found["unreadable"]) == len(datas)
+    assert records.Hang.from_json(found.to_json()) == found  # the typed section, as the report reads it back
+    assert len(found.dumps) + len(found.unreadable) == len(datas)
     code, out, err = hang_main(run_dir)
     assert code in (0, 1, 2) and "Traceback" not in err and not UNSAFE.search(out + err)
 
@@ -273,11 +272,11 @@ def test_an_absurd_world_size_costs_nothing_and_missing_ranks_are_ranges(tmp_pat
     finally:
         tracemalloc.stop()
     assert peak < 2 * 2**20, peak  # no set, list or text of a million ranks
-    assert found["world_size"] == MAX_WORLD_SIZE and found["missing"] == f"ranks 3-{MAX_WORLD_SIZE - 1}"
-    assert f"no dump from ranks 3-{MAX_WORLD_SIZE - 1}: they ended without one" in found["finding"]
+    assert found.world_size == MAX_WORLD_SIZE and found.missing == f"ranks 3-{MAX_WORLD_SIZE - 1}"
+    assert f"no dump from ranks 3-{MAX_WORLD_SIZE - 1}: they ended without one" in found.finding
     assert f"{name(1)}: claims a world of 1000000000000 ranks, more than the {MAX_WORLD_SIZE} believed: the " \
-           "claim is ignored" in found["notes"]
-    assert f"{name(2)}: claims a world of a number of more than 30 digits ranks" in " ".join(found["notes"])
+           "claim is ignored" in found.notes
+    assert f"{name(2)}: claims a world of a number of more than 30 digits ranks" in " ".join(found.notes)
 
 
 def test_missing_ranks_are_named_as_ranges_however_they_fall():
@@ -297,11 +296,11 @@ def test_a_dump_older_than_the_run_is_stale_left_in_place_and_its_rank_missing(t
     write(tmp_path, 0, dump_of(0, [entry(1), entry(2, created_s=600.0)], dumped_s=700.0))
     stale = write(tmp_path, 1, dump_of(1, [entry(1), entry(2), entry(3)], dumped_s=400.0))  # an earlier run's
     found = hang.findings(tmp_path, since_ns=START, world_size=2)
-    assert found["dumps"] == [name(0)] and found["ranks"] == [0] and found["stale"] == [name(1)]
-    assert found["missing"] == "rank 1" and found["findings"] == [
+    assert found.dumps == [name(0)] and found.ranks == [0] and found.stale == [name(1)]
+    assert found.missing == "rank 1" and found.findings == [
         "no dump from rank 1: it ended without one (killed with SIGKILL, or crashed inside a collective)"]
     assert f"1 stale dump, from an earlier run (older than this run's start; left in place, not analysed): " \
-           f"{name(1)}" in found["notes"]
+           f"{name(1)}" in found.notes
     assert stale.exists()
 
 
@@ -323,8 +322,8 @@ def test_without_a_start_every_dump_is_analysed_and_the_output_says_so(tmp_path)
     write(tmp_path, 0, dump_of(0, [entry(1), entry(2)], dumped_s=400.0))
     write(tmp_path, 1, dump_of(1, [entry(1)], dumped_s=400.0))
     found = hang.findings(tmp_path)  # no report in the directory: no start
-    assert found["dumps"] == [name(0), name(1)] and found["run_started_ns"] is None
-    assert any("records when this run started: every dump was analysed" in note for note in found["notes"])
+    assert found.dumps == [name(0), name(1)] and found.run_started_ns is None
+    assert any("records when this run started: every dump was analysed" in note for note in found.notes)
 
 
 def test_the_runs_start_is_the_latest_its_reports_record(tmp_path):

@@ -98,6 +98,8 @@ def test_a_shell_value_torch_would_choke_on_is_refused(monkeypatch):
     import bootstrap
     from bootstrap.doors.errors import ConfigError
 
-    monkeypatch.setenv("TORCH_FR_BUFFER_SIZE", "-5")  # torch would keep every collective, forever
-    with pytest.raises(ConfigError, match=r"TORCH_FR_BUFFER_SIZE='-5' \(from the shell\)"):
+    # torch would keep every collective, forever. Set in this process, so its source is the process (a shell's
+    # value reads "from the shell" and is refused alike).
+    monkeypatch.setenv("TORCH_FR_BUFFER_SIZE", "-5")
+    with pytest.raises(ConfigError, match=r"TORCH_FR_BUFFER_SIZE='-5' \(from the process\)"):
         bootstrap.initialize({"distributed": {"init": "always"}}).apply()

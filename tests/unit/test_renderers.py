@@ -58,10 +58,14 @@ def hostile(side: str) -> dict:
         "var.MY_SECRET_KEY": PLANTED["MY_SECRET_KEY"], "var.WANDB_API_KEY": PLANTED["WANDB_API_KEY"],
         "var.NCCL_SOCKET_IFNAME": "eth0" if side == "a" else "eth0\t", f"var.X\n{FORGED}": "v",
         **{f"var.NCCL_K{i}": "a" * 300 + side for i in range(3000)}}}
-    data["distributed"]["hang"] = {"password": PLANTED["hang"], "deep": _deep(DEEP)}
+    data["distributed"]["hang"] = {"dump_dir": f"/runs/x\n{FORGED} dump_dir", "dumps": ["comm_lib_trace_rank_0"],
+                                   "finding": f"password={PLANTED['hang']}\n{FORGED} finding",
+                                   "findings": [f"password={PLANTED['hang']}\n{FORGED} finding"] * 50,
+                                   "notes": [f"token={PLANTED['hang']}\n{FORGED} note" + "x" * 9000]}
+    data["distributed"]["from_a_later_version"] = _deep(DEEP)  # a key this version does not know: ignored
     data["warnings"] = [f"token={PLANTED['warning']}\n{FORGED} warning"]
     data["preflight"] = {
-        "status": f"slow\n{FORGED} status", "mode": "error", "note": f"token={PLANTED['preflight']}\n{FORGED} note",
+        "status": "slow", "mode": "error", "note": f"token={PLANTED['preflight']}\n{FORGED} note",
         "median_tflops": 2.0 if side == "a" else 3.0, "network": f"IB\n{FORGED} network",
         "slowest": {"rank": 1, "host": f"h\n{FORGED} host password={PLANTED['preflight']}", "tflops": 0.5},
         "ranks": [{"rank": r, "host": f"h{r}\n{FORGED} host", "tflops": 1.0} for r in range(3000)],
@@ -244,6 +248,8 @@ READERS_OF_OTHERS_DATA = {
     "bootstrap/cli/diff.py": "reports on disk: bootstrap diff, --all, --json",
     "bootstrap/sweep/read.py": "every job's report and overrides.yaml: the sweep summary, tune",
     "bootstrap/core/agreement.py": "rank 0's report (Lightning) and the peers' records: two renderers above",
+    "bootstrap/core/process_vars.py": "rank 0's report (Lightning): only the names of its process's own variables "
+                                      "that this rank holds with the same value; nothing of it is shown",
     "bootstrap/distributed/agree_store.py": "the peers' records in the store: 'a peer's record in the store'",
     "bootstrap/distributed/dumps.py": "flight-recorder dumps (tests/unit/test_dumps.py); of a report, only started_ns",
     "bootstrap/distributed/group.py": "rank 0's run directory and the first failure (tests/unit/test_waits.py, "
