@@ -410,7 +410,7 @@ def test_an_unexpected_error_exits_2_with_one_line_never_1(tmp_path, monkeypatch
     monkeypatch.setattr(dumps, "scan", broken)
     code, out, err = hang_main(tmp_path)
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and "KeyError" in err
-    assert "could not be analysed" in " ".join(hang.findings(tmp_path, since_ns=0)["notes"])
+    assert "could not be analysed" in " ".join(hang.findings(tmp_path, since_ns=0).notes)
 
 
 # -- the same verdicts as torch's analyser --------------------------------------------------------------
