@@ -50,11 +50,12 @@ def _stop(error: Exception, where: str, overrides: Optional[list] = None, multir
         message += f"\n(in the multirun job with overrides: {masked_line(' '.join(overrides)) or '(none)'})"
     if os.environ.get("HYDRA_FULL_ERROR") == "1":
         outbound.print_traceback(error)
-    if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # torchrun's failure summary then shows this message
+    row = launcher.peek(os.environ).row
+    if row.error_file(os.environ):  # torchrun's failure summary then shows this message
         from bootstrap.distributed.group import write_elastic_error_file
 
         write_elastic_error_file(message, int(time.time()))
-    if launcher.peek(os.environ).row.exits_are_retried():  # Ray re-runs a worker that exits, not one that raises
+    if row.exits_are_retried():  # Ray re-runs a worker that exits, not one that raises
         raise JobRefused(outbound.clean(message)) from None
     outbound.stop(message)
 

@@ -50,13 +50,12 @@ def compare_with_report(reference: records.Report, own: Dict[str, str], rank: in
 
 
 def run_key(environ: Mapping[str, str], launch: Launch, number: int, prefix: Optional[str] = None) -> str:
-    """One store key per check: the run, the restart, and the check's number in this process (each job of
-    a one-process sweep checks again, in the same order on every rank). ``prefix``: the check's (default: this
-    comparison's)."""
+    """One store key per check: the run (the launch's job id), the launcher's restart count (its row's), and the
+    check's number in this process (each job of a one-process sweep checks again, in the same order on every
+    rank). ``prefix``: the check's (default: this comparison's)."""
     from bootstrap.distributed.agree_store import PREFIX
 
-    run = environ.get("TORCHELASTIC_RUN_ID") or launch.job_id or "run"
-    return f"{prefix or PREFIX}/{run}/{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{number}"
+    return f"{prefix or PREFIX}/{launch.job_id or 'run'}/{launch.row.restart_count(environ)}/{number}"
 
 
 _checks = [0]  # checks made by this process
@@ -128,7 +127,7 @@ def _exchange(facts: Facts, launch: Launch, base: dict, via: str, when: str,
     except (RuntimeError, ValueError, records.Unreadable) as error:  # no store to reach, or a peer wrote garbage
         first = outbound.finding(str(error).splitlines()[0] if str(error) else type(error).__name__, 300)
         where = f"the store at {launch.master_addr}:{launch.master_port}" if ours else "the process group's store"
-        host = ("torchrun's agent hosts it" if launch.row.agent_store(os.environ) else
+        host = (f"{launch.launcher.value}'s agent hosts it" if launch.row.agent_store(os.environ) else
                 "rank 0 hosts it: check that rank 0 started and that MASTER_ADDR and MASTER_PORT name it") if ours \
             else f"{launch.launcher.value} made it"
         raise BootstrapError(

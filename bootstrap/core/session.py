@@ -26,7 +26,7 @@ from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan, make_plan
 from bootstrap.core.process_vars import set_by_process
 from bootstrap.core.report import Applied, JobEnd, JobInfo, JobStatus
-from bootstrap.distributed import frameworks, launcher, seeding
+from bootstrap.distributed import launcher, seeding
 from bootstrap.distributed.group import GroupState
 from bootstrap.distributed.group import in_use as group_in_use
 from bootstrap.doors import outbound, overrides, records
@@ -128,8 +128,8 @@ class Session:
         """How this process was started (torchrun, Lightning, submitit, srun or single). Reads the environment."""
         dist_cfg = self.preset.distributed
         try:
-            self.launch = launcher.detect(os.environ, frameworks.submitit_job(os.environ), dist_cfg.master_addr,
-                                          dist_cfg.master_port, group_exists=group_in_use())
+            self.launch = launcher.detect_running(os.environ, dist_cfg.master_addr, dist_cfg.master_port,
+                                                  group_exists=group_in_use())
         except ConfigError as error:
             raise ConfigError(f"{self.key}.distributed: {error}") from None
         return self.launch

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, Generic, List, Mapping, MutableMapping, Optional, Tuple, TypeVar
 
-from bootstrap.distributed.launcher import Launch
+from bootstrap.distributed.launcher import Launch, peek
 from bootstrap.distributed.waits import Deadline
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import BootstrapError
@@ -277,18 +277,17 @@ MAX_RUN_DIR_BYTES = 4096  # a path, as rank 0 sends it (PATH_MAX)
 
 
 def agree_on_run_dir(run_dir: str, launch: Launch, timeout_s: int, environ: Mapping[str, str] = os.environ) -> str:
-    """Under torchrun, return rank 0's run directory on every rank, within ``timeout_s`` (the preset's
-    ``env.distributed.timeout_s``) for connecting and reading together.
+    """Where the launcher hosts a store (torchrun), return rank 0's run directory on every rank, within
+    ``timeout_s`` (the preset's ``env.distributed.timeout_s``) for connecting and reading together.
 
     Every rank runs Hydra and resolves ``${now:...}`` from its own clock, so ranks
     can land in different directories. torchrun's agent hosts a store that its
-    workers may use (TORCHELASTIC_USE_AGENT_STORE): rank 0 publishes its directory
+    workers may use (the row's ``agent_store``): rank 0 publishes its directory
     there, keyed by the run id and restart count, and the others read it, strictly (bounded UTF-8 text).
     """
     if launch.world_size <= 1 or not launch.row.agent_store(environ):
         return run_dir
-    key = (f"hydra_train_bootstrap/{environ.get('TORCHELASTIC_RUN_ID', '')}/"
-           f"{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/run_dir")
+    key = f"hydra_train_bootstrap/{launch.job_id or ''}/{launch.row.restart_count(environ)}/run_dir"
     deadline = Deadline(timeout_s)
 
     def exchange() -> str:
@@ -308,7 +307,7 @@ def agree_on_run_dir(run_dir: str, launch: Launch, timeout_s: int, environ: Mapp
         return run_interruptibly(exchange, lambda _: None, "bootstrap-run-dir")
     except (RuntimeError, ValueError) as error:  # RuntimeError: torch's DistStoreError, DistNetworkError
         raise BootstrapError(
-            f"rank {launch.rank} could not learn rank 0's run directory from torchrun's store at "
+            f"rank {launch.rank} could not learn rank 0's run directory from {launch.launcher.value}'s store at "
             f"{launch.master_addr}:{launch.master_port} within env.distributed.timeout_s={timeout_s}: "
             f"{outbound.finding(str(error).splitlines()[0] if str(error) else type(error).__name__, 300)}. "
             "Rank 0 did not start, or failed before its job started (its own output says why).") from None
@@ -363,14 +362,15 @@ def attribute_failure(rank: int, error: str, first: Tuple[int, int, str], hang: 
 
 
 def write_elastic_error_file(message: str, timestamp: int, environ: Mapping[str, str] = os.environ) -> None:
-    """Write torch elastic's error file (TORCHELASTIC_ERROR_FILE), in the format torchrun reads.
+    """Write torch elastic's error file where the launcher reads one (the row's ``error_file``: torchrun's
+    TORCHELASTIC_ERROR_FILE), in the format torchrun reads.
 
     torchrun names as root cause the failure with the smallest timestamp. Timestamps
     are whole seconds and ties go to the lowest rank, so a rank that failed only
     because a peer did is written one second after that peer: the summary then names
     the rank whose task raised.
     """
-    path = environ.get("TORCHELASTIC_ERROR_FILE")
+    path = peek(environ).row.error_file(environ)
     if not path:
         return
     record = {"message": {"message": message, "extraInfo": {"py_callstack": message, "timestamp": str(timestamp)}}}

@@ -7,8 +7,9 @@ names: adding a launcher means one detector function and one row.
 
 Detection is pure and opens no connection; a :class:`Launch` checks itself when it is built, so
 inconsistent values fail before any is tried. The facts that ask a running framework (submitit's
-job, the CPUs Ray assigned, whether this is a Ray worker) are functions the session and the callback
-call; detection reads only the environment and what they returned.
+job, the CPUs Ray assigned, whether this is a Ray worker) are hooks on the rows too, which call
+:mod:`bootstrap.distributed.frameworks`: :func:`detect_running` asks the rows' ``asked_job`` first
+(the session's detection), :func:`detect` and :func:`peek` read only the environment and what they are given.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, Mapping, Optional, Tuple
 
 from bootstrap.distributed import launchvars
-from bootstrap.distributed.frameworks import SubmititJob, in_ray_worker, ray_assigned_cpus
+from bootstrap.distributed.frameworks import SubmititJob, in_ray_worker, ray_assigned_cpus, submitit_job
 from bootstrap.distributed.launchvars import count, derived_port, first_host, slurm_job_id, tasks_on_node, whole_number
 from bootstrap.doors.errors import ConfigError
 from bootstrap.doors.textenum import TextEnum
@@ -304,6 +305,15 @@ class LauncherRow:
     # Its ranks agree on rank 0's run directory through its store (group.agree_on_run_dir); the ranks of
     # other launchers use one named after the launch's job id.
     run_dir_from_store: bool = False
+    # How often it has restarted this run's ranks (torch elastic's TORCHELASTIC_RESTART_COUNT): the store keys
+    # carry it beside the job id, so a restarted world never reads what the attempt before it wrote.
+    restart_count: Callable[[Mapping[str, str]], str] = lambda environ: "0"
+    # The file it reads a rank's failure from for its own summary (torch elastic's TORCHELASTIC_ERROR_FILE, in
+    # the format @record writes: group.write_elastic_error_file), or None: it reads none.
+    error_file: Callable[[Mapping[str, str]], Optional[str]] = lambda environ: None
+    # What the running framework says about this process's job, where only its own API tells
+    # (submitit.JobEnvironment()): detect_running asks it and the detector reads it as Hints.submitit_job.
+    asked_job: Callable[[Mapping[str, str]], Optional[SubmititJob]] = lambda environ: None
     # The id of the scheduler's job this process runs in, whatever launcher started it (a batch script
     # run without one, torchrun inside an allocation): the run directory carries it.
     scheduler_job_id: Callable[[Mapping[str, str]], Optional[str]] = lambda environ: None
@@ -324,6 +334,8 @@ LAUNCHERS: Tuple[LauncherRow, ...] = (
     # torchrun / torch elastic (and what uses it: accelerate launch, torchrun in a pod). Where
     # OMP_NUM_THREADS is unset it sets 1 for more than one process per node.
     LauncherRow("torchrun", _torchrun, "TORCHELASTIC_RUN_ID", run_dir_from_store=True, agent_store=_uses_agent_store,
+                restart_count=lambda environ: environ.get("TORCHELASTIC_RESTART_COUNT", "0"),
+                error_file=lambda environ: environ.get("TORCHELASTIC_ERROR_FILE") or None,
                 omp_threads=lambda launch, own_cpus: 1 if launch.local_world_size > 1 else None),
     # a Ray Train worker: Ray set the variables and made the process group. Where OMP_NUM_THREADS
     # is unset, Ray (as for a task) sets the CPUs it assigned the worker.
@@ -342,8 +354,8 @@ LAUNCHERS: Tuple[LauncherRow, ...] = (
     # mpirun / mpiexec: Open MPI, MPICH, Intel MPI, MVAPICH
     LauncherRow("mpi", _mpi, "an MPI's rank and size variables", exports_rendezvous=True,
                 master_addr_hint=" MPI gives no master address; pass it with mpirun -x MASTER_ADDR."),
-    # submitit on SLURM or submitit_local
-    LauncherRow("submitit", _submitit, "SUBMITIT_EXECUTOR", exports_rendezvous=True),
+    # submitit on SLURM or submitit_local: found by asking submitit, which reads its own variables
+    LauncherRow("submitit", _submitit, "SUBMITIT_EXECUTOR", exports_rendezvous=True, asked_job=submitit_job),
     # a task of a plain srun step
     LauncherRow("slurm", _srun, "SLURM_STEP_ID", exports_rendezvous=True, scheduler_job_id=slurm_job_id),
     # torchrun-style variables set by hand or by another tool
@@ -374,6 +386,14 @@ def detect(
     launch = next(launch for launch in (row.detect(environ, hints) for row in LAUNCHERS) if launch is not None)
     _refuse_contradictions(launch, environ, hints)
     return launch
+
+
+def detect_running(environ: Mapping[str, str], master_addr: Optional[str] = None, master_port: Optional[int] = None,
+                   group_exists: Optional[bool] = None) -> Launch:
+    """:func:`detect`, told what the running frameworks say (the first row whose ``asked_job`` answers): the
+    session's detection. A framework's evidence that contradicts itself is a ConfigError too."""
+    job = next((job for job in (row.asked_job(environ) for row in LAUNCHERS) if job is not None), None)
+    return detect(environ, job, master_addr, master_port, group_exists)
 
 
 def _refuse_contradictions(launch: Launch, environ: Mapping[str, str], hints: Hints) -> None:
