@@ -27,7 +27,7 @@ from bootstrap.distributed.group import ProcessGroup, Teardown
 from bootstrap.variables.environ import EnvironSnapshot
 
 if TYPE_CHECKING:
-    from bootstrap.distributed.flightrec import Watcher
+    from bootstrap.distributed.flightrec import JobRecorder, Watcher
 
 
 class _SigtermHold:
@@ -94,6 +94,7 @@ class ProcessChanges:
         self.torch = TorchState.capture()
         self.group: Optional[ProcessGroup] = None  # once start() made or adopted one
         self.watcher: Optional[Watcher] = None  # while a process group may hang
+        self.recorder: Optional[JobRecorder] = None  # the flight recorder's dumps of this job, under a group
         self.guard = InterruptGuard(close_at_exit)
 
     def undo(self) -> Optional[Teardown]:

@@ -15,8 +15,9 @@ again on its way out (the task's own error included).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Set, Tuple
 
 from bootstrap.core.auto import Choice
 from bootstrap.core.metrics import metrics_from
@@ -26,6 +27,8 @@ from bootstrap.doors import outbound, records
 from bootstrap.doors.masking import masked, masked_override
 from bootstrap.doors.records import SCHEMA_VERSION, Report
 from bootstrap.doors.statuses import GroupState, JobStatus, Teardown
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from bootstrap.variables.lint import Machine
@@ -159,6 +162,24 @@ def end(report: Report, job_end: JobEnd) -> None:
         report.distributed.hang = job_end.hang
     if job_end.teardown is not None:
         report.distributed.teardown = job_end.teardown
+
+
+def error_line(error: Any) -> str:
+    """The error as one line, cleaned: it travels to the other ranks through the store."""
+    return outbound.clean(error_text(error), one_line=True)  # error_text: even when its __str__ raises
+
+
+_warned: Set[str] = set()
+
+
+def warn(warnings: List[str], message: Optional[str], once: bool = False) -> None:
+    """A warning into the report (``warnings``) and the log (``once``: logged once per process, not once per
+    job of a sweep)."""
+    if message:
+        warnings.append(message)
+        if not (once and message in _warned):
+            _warned.add(message)
+            log.warning("%s", message)
 
 
 def error_text(error: Any) -> str:

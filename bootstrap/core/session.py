@@ -19,7 +19,7 @@ import signal
 import time
 from functools import wraps
 from pathlib import Path
-from typing import Any, Callable, Collection, List, Mapping, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Collection, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from bootstrap.core import active, agreement, preflight, presets, report, runtime, schema, verdict, versions
 from bootstrap.core.changes import ProcessChanges, sigterm_held
@@ -33,6 +33,11 @@ from bootstrap.doors import outbound, overrides, records
 from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, DisagreementError, PreflightError
 from bootstrap.doors.records import Report
 from bootstrap.variables import environ, lint, readers
+
+if TYPE_CHECKING:
+    from torch.distributed import Store
+
+    from bootstrap.core.auto import Choice
 
 log = logging.getLogger(__name__)
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -83,18 +88,15 @@ class Session:
         self.report: Optional[Report] = None  # the job's record (bootstrap.json) once apply() has made it
         self.plan: Optional[Plan] = None
         self.launch: Optional[launcher.Launch] = None
-        self.resolved = None  # env=auto: the auto.Choice it made
+        self.resolved: Optional[Choice] = None  # env=auto: what it chose
         self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
-        self.data_seed = self.preset.seed
         self.preset_digest: Optional[str] = None  # presets.digest of the preset the plan was made from
         self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
-        self._recorder = None  # flightrec.JobRecorder, under a process group
-        self._changes: Optional[ProcessChanges] = None  # while applied
+        self._changes: Optional[ProcessChanges] = None  # while applied: what it changed, its group and recorder
         self._masking_logs = False  # holds outbound.MaskedLogs while applied
-        self._agreement = None  # records.Agreement: did the ranks start alike (set by apply())
-        self._preflight: Optional[records.Preflight] = None  # did every rank compute right and fast (apply())
         self.preflight_always = False  # measure even a lone process with no floor (bootstrap doctor --preflight)
 
+    data_seed = property(lambda self: self.plan.data_seed if self.plan else self.preset.seed)  # for the task's data
     rank = property(lambda self: self.launch.rank if self.launch else 0)
     local_rank = property(lambda self: self.launch.local_rank if self.launch else 0)
     world_size = property(lambda self: self.launch.world_size if self.launch else 1)
@@ -141,7 +143,7 @@ class Session:
             # On a GPU this reads the compute capability, which creates the CUDA context before
             # the chosen preset's variables are set: CUDA_* ones then reach children only.
             self.preset, self.resolved = auto.resolve(self.key, self.job_overrides, versions.detect())
-            _warn(warnings, self.resolved.warning)
+            report.warn(warnings, self.resolved.warning)
         self.preset_digest = presets.digest(self.preset)  # once per job: the report and the ranks' comparison
         launch = self.launch or self.detect_launch()
         own_cpus = launch.row.own_cpus()
@@ -151,7 +153,6 @@ class Session:
                               cpus=own_cpus or versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
                               launcher_cpus=versions.launcher_cpus(), cpus_are_own=own_cpus is not None,
                               launch=launch, output_dir=str(self.output_dir) if self.output_dir else None)
-        self.data_seed = self.plan.data_seed
         return self.plan
 
     def _device(self, plan: Plan, found: versions.Found) -> Optional[str]:
@@ -173,7 +174,7 @@ class Session:
         """The report ``apply()`` would write, worked out without changing the process (``bootstrap doctor``).
 
         Hydra's ``env_set`` counts as already in the environment, as it is when a job starts."""
-        started, warnings = time.perf_counter(), []
+        started, warnings = time.perf_counter(), list[str]()
         plan = self._make_plan({**os.environ, **{k: str(v) for k, v in self.env_set.items()}}, warnings)
         found = versions.detect()
         checks = versions.check(self.preset.requires, found, plan.device_type)
@@ -206,9 +207,9 @@ class Session:
             outbound.MaskedLogs.release()
 
     def _apply(self) -> None:
-        started, warnings = time.perf_counter(), []
+        started, warnings = time.perf_counter(), list[str]()
         started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
-        self._agreement = self._preflight = self.report = None  # this start's (a session may be applied again)
+        self.report = None  # this start's (a session may be applied again)
         plan = self._make_plan(os.environ, warnings)
         refused = verdict.before_apply(self.preset, plan, os.environ)  # the doctor's verdict too
         if refused:  # the lint's stops and values torch would refuse: nothing is applied yet
@@ -229,27 +230,27 @@ class Session:
             # creates the CUDA context, which reads CUDA_* variables.
             found = versions.detect()
             checks = versions.check(self.preset.requires, found, plan.device_type)
-            refused = verdict.after_checks(self.preset, self.name, checks, cpu_override=self.cpu_override)
-            if refused:
-                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, refused.message,
+            mismatch = verdict.after_checks(self.preset, self.name, checks, cpu_override=self.cpu_override)
+            if mismatch:
+                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, mismatch.message,
                              started_ns=started_ns)
-                raise refused.exception()
-            _warn(warnings, self.named(verdict.mismatch_warning(self.name, checks)))
-            _warn(warnings, self._device(plan, found))
+                raise mismatch.exception()
+            report.warn(warnings, self.named(verdict.mismatch_warning(self.name, checks)))
+            report.warn(warnings, self._device(plan, found))
             device = self.device
             intra, inter, inter_note = runtime.apply_settings(plan.torch, plan.threads.intra_op, plan.threads.inter_op)
-            _warn(warnings, inter_note, once=True)  # the same in every job of a one-process sweep
+            report.warn(warnings, inter_note, once=True)  # the same in every job of a one-process sweep
             backend, group_state = None, GroupState.NONE
             if plan.distributed:
                 from bootstrap.distributed import group
 
                 group.export_rendezvous(plan.launch)
-            store = self._agree(plan, found, intra, inter)  # before anything that could hang on a difference
-            if self._agreement.status == agreement.Status.STOPPED:
-                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED,
-                             self._agreement.message, started_ns=started_ns)
-                raise DisagreementError(self._agreement.message)
-            _warn(warnings, self._agreement.message)
+            agreed, store = self._agree(plan, found, intra, inter)  # before anything that could hang on a difference
+            if agreed.status == agreement.Status.STOPPED:
+                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, agreed.message,
+                             started_ns=started_ns, agreed=agreed)
+                raise DisagreementError(agreed.message)
+            report.warn(warnings, agreed.message)
             if plan.distributed:
                 self._changes.group = group.start(plan.launch, plan.backend_for(device),
                                                   self.preset.distributed.timeout_s, device, plan.mesh,
@@ -258,29 +259,29 @@ class Session:
             if plan.dump_dir:
                 from bootstrap.distributed import flightrec
 
-                self._recorder = flightrec.JobRecorder(Path(plan.dump_dir), self.rank, self.world_size, started_ns,
-                                                       self.preset.distributed.timeout_s)
-                self._changes.watcher = flightrec.Watcher(self._recorder, self._end_stuck)
+                self._changes.recorder = flightrec.JobRecorder(Path(plan.dump_dir), self.rank, self.world_size,
+                                                               started_ns, self.preset.distributed.timeout_s)
+                self._changes.watcher = flightrec.Watcher(self._changes.recorder, self._end_stuck)
                 self._changes.watcher.start()
-            self._preflight = preflight.run(self.preset, plan, device, self._group, self.key, self.preflight_always)
-            stop = preflight.refusal(self._preflight, self.key)
+            checked = preflight.run(self.preset, plan, device, self._group, self.key, self.preflight_always)
+            stop = preflight.refusal(checked, self.key)
             if stop:
                 self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, stop,
-                             started_ns=started_ns)
+                             started_ns=started_ns, agreed=agreed, checked=checked)
                 raise PreflightError(stop)
-            for finding in self._preflight.findings:
-                _warn(warnings, f"preflight: {finding.message}")
+            for found_slow in checked.findings:
+                report.warn(warnings, f"preflight: {found_slow.message}")
             seeded = seeding.seed_everything(plan.global_seed) if plan.global_seed is not None else []
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
             for line in environ.late_warnings(plan.vars):
-                _warn(warnings, line)
+                report.warn(warnings, line)
             findings = lint.for_preset(self.preset, self._machine(found))
             for finding in findings:
                 log.warning("lint: %s", finding)
             applied = Applied(intra, inter, tuple(seeded), group_state, backend, self.mesh is not None)
-            self._record(plan, found, checks, applied, warnings, started, lint=findings,  # unwritable: fails the job
-                         started_ns=started_ns)
-            log.info("bootstrap\n%s", report.format_table(self.report))
+            record = self._record(plan, found, checks, applied, warnings, started, lint=findings,  # unwritable: fails
+                                  started_ns=started_ns, agreed=agreed, checked=checked)
+            log.info("bootstrap\n%s", report.format_table(record))
         except BaseException as error:
             teardown = self._undo()
             if teardown is not None and self.report is not None:  # refused once the group existed (the preflight)
@@ -295,27 +296,30 @@ class Session:
                     log.warning("could not record the interrupted start: %s", write_error)
             raise
 
-    def _agree(self, plan: Plan, found: versions.Found, intra_op: int, inter_op: int) -> Any:
-        """Compare this rank with rank 0 (``self._agreement``); returns the store it made for the group, if any."""
+    def _agree(self, plan: Plan, found: versions.Found, intra_op: int,
+               inter_op: int) -> Tuple[records.Agreement, Optional[Store]]:
+        """Compare this rank with rank 0; returns the outcome and the store it made for the group, if any."""
         facts = agreement.Facts(
             versions={"python": found.python, "torch": found.torch, "cuda": found.cuda, "cudnn": found.cudnn,
                       "nccl": found.nccl, "hip": found.hip, "bootstrap": found.bootstrap},
-            preset=self.name, preset_digest=self.preset_digest, device_type=plan.device_type,
+            preset=self.name, preset_digest=self.preset_digest or "", device_type=plan.device_type,
             intra_op=intra_op, inter_op=inter_op, torch=plan.torch, debug_level=runtime.debug_level())
-        self._agreement, store = agreement.check(
+        agreed, store = agreement.check(
             self.preset.distributed.agree.value, plan.launch, facts, self.output_dir,
             bool(plan.distributed and plan.create_group), self.preset.distributed.timeout_s,
             [decision.name for decision in plan.vars if decision.source != environ.PROCESS])
-        self._agreement.message = self.named(self._agreement.message)
-        return store
+        agreed.message = self.named(agreed.message)
+        return agreed, store
 
     def _record(self, plan: Plan, found: versions.Found, checks: list, applied: Optional[Applied], warnings: List[str],
                 started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None,
-                lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> None:
+                lint: Sequence[Any] = (), started_ns: Optional[int] = None, agreed: Optional[records.Agreement] = None,
+                checked: Optional[records.Preflight] = None) -> Report:
+        """This start's report so far (``agreed``: the ranks' comparison, ``checked``: the preflight), written."""
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
-                                   time.perf_counter() - started, status, lint, started_ns, self._agreement,
-                                   self._preflight, self._machine(found))
-        self._end(JobEnd(status, error=self.named(error)))
+                                   time.perf_counter() - started, status, lint, started_ns, agreed, checked,
+                                   self._machine(found))
+        return self._end(JobEnd(status, error=self.named(error)))
 
     # -- closing -----------------------------------------------------------------------------
     def _close_interrupted(self) -> None:
@@ -350,19 +354,20 @@ class Session:
                 and self._group.state is GroupState.CREATED and self.world_size > 1:
             from bootstrap.distributed import group
 
-            first = group.claim_first_failure(self.rank, _text(error))  # at once: peers read it
+            first = group.claim_first_failure(self.rank, report.error_line(error))  # at once: peers read it
         job_end.hang = self._forensics(status, error)
         if first is not None:
-            job_end.error = group.attribute_failure(self.rank, _text(error), first,
+            job_end.error = group.attribute_failure(self.rank, report.error_line(error), first,
                                                     job_end.hang.finding if job_end.hang else None)
 
     def _forensics(self, status: JobStatus, error: Any) -> Optional[records.Hang]:
         """A job that did not complete under a process group: every rank's flight-recorder dump, and
         what they show (the report's ``distributed.hang``)."""
-        if status is JobStatus.COMPLETED or self._recorder is None or self.report is None:
+        recorder = self._changes.recorder if self._changes is not None else None
+        if status is JobStatus.COMPLETED or recorder is None or self.report is None:
             return None
         reason = f"job {status.value}" + (f": {type(error).__name__}" if isinstance(error, BaseException) else "")
-        return self._recorder.collect(reason)
+        return recorder.collect(reason)
 
     def _end_stuck(self, signum: int) -> None:
         """In the watcher thread: SIGTERM came while the main thread is blocked in a collective, and its
@@ -395,37 +400,20 @@ class Session:
     def _undo(self):
         """Put the process back (see ProcessChanges.undo); returns what became of the group."""
         active.remove(self)
-        self._recorder = None
         changes, self._changes = self._changes, None
         try:
             return changes.undo() if changes is not None else None
         finally:
             self._release_logs()
 
-    def _end(self, job_end: JobEnd) -> None:
+    def _end(self, job_end: JobEnd) -> Report:
         """The record's end, in one call (report.end), then written: rank N of a world writes
         bootstrap.rank<N>.json, cleaned on the way out."""
         assert (record := self.report) is not None, "a report is made before its end is written"
         report.end(record, job_end)
         if self.output_dir is not None:
             outbound.write_json(self.output_dir / records.report_name(self.rank, self.world_size), record.to_json())
-
-
-_warned: set = set()
-
-
-def _text(error: Any) -> str:
-    """The error as one line, cleaned: it travels to the other ranks through the store."""
-    return outbound.clean(report.error_text(error), one_line=True)  # error_text: even when its __str__ raises
-
-
-def _warn(warnings: List[str], message: Optional[str], once: bool = False) -> None:
-    """Into the report and the log (``once``: logged once per process, not once per job of a sweep)."""
-    if message:
-        warnings.append(message)
-        if not (once and message in _warned):
-            _warned.add(message)
-            log.warning("%s", message)
+        return record
 
 
 def current() -> Session:
