@@ -165,9 +165,10 @@ class Session:
     def _job(self) -> JobInfo:
         return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved, self.preset_digest)
 
-    def _machine(self, found: versions.Found) -> lint.Machine:
-        """The hardware as both the lint and the report's ``effective`` judge it (``lint.hardware_gap``)."""
-        return lint.machine_from(found, platform.machine(), versions.openmp_runtimes)
+    def _machine(self, found: versions.Found) -> Optional[lint.Machine]:
+        """The hardware as both the lint and the report's ``effective`` judge it (``lint.hardware_gap``); None for a
+        preset that sets no variable, which the lint does not judge (and whose job loads no variable table)."""
+        return lint.machine_from(found, platform.machine(), versions.openmp_runtimes) if self.preset.vars else None
 
     @_naming_preset
     def preview(self) -> Report:
