@@ -129,18 +129,18 @@ def agree_kinds_table() -> str:
     """docs/lint.md's table of what a difference between ranks changes: each kind, what env.distributed.agree=error
     does with it, the groups of the known-variables table whose default it is, and the rows that differ from
     their group's default."""
-    from bootstrap.variables import agreement, table
+    from bootstrap.variables import difference_kinds, table
 
     group_names = {id(group): attr for attr, group in vars(table).items() if any(group is g for g in table.GROUPS)}
     defaults = {kind: [f"`{group_names[id(g)]}`" for g in table.GROUPS if table.GROUP_AGREE[g[0].name] == kind]
                 for kind in table.AGREE_KINDS}
-    defaults[agreement.TORCH_OTHER_KIND].append("torch's other names")
+    defaults[difference_kinds.TORCH_OTHER_KIND].append("torch's other names")
     others = {kind: sorted(v.name for g in table.GROUPS for v in g
                            if v.agree == kind != table.GROUP_AGREE[v.name]) for kind in table.AGREE_KINDS}
-    others["collective"] = sorted(others["collective"] + list(agreement.TORCH_OTHER_COLLECTIVE))
+    others["collective"] = sorted(others["collective"] + list(difference_kinds.TORCH_OTHER_COLLECTIVE))
     lines = ["| kind | a difference between ranks changes | under `agree=error` | the default of "
              "| other rows of this kind |", "|---|---|---|---|---|"]
-    lines += [f"| `{kind}` | {table.AGREE_MEANINGS[kind]} | {agreement.ON_ERROR[kind]} | "
+    lines += [f"| `{kind}` | {table.AGREE_MEANINGS[kind]} | {difference_kinds.ON_ERROR[kind]} | "
               f"{', '.join(defaults[kind]) or '-'} | {', '.join(f'`{n}`' for n in others[kind]) or '-'} |"
               for kind in table.AGREE_KINDS]
     return "\n".join(lines) + "\n"

@@ -121,7 +121,7 @@ def _here(a_report: records.Report, args: argparse.Namespace) -> records.Report:
 
 def _known_here() -> Dict[str, str]:
     """The known variables set in this process's environment, masked, as a job's fingerprint holds them."""
-    from bootstrap.variables.agreement import known_set
+    from bootstrap.variables.difference_kinds import known_set
 
     return {f"var.{name}": masked(name, value) for name, value in known_set(os.environ).items()}
 

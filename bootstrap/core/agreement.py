@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Collection, Dict, Mapping, Optional, Tupl
 
 from bootstrap.core.comparison import Facts, Status, digest, fingerprint, outcome, salted
 from bootstrap.doors import outbound, records
-from bootstrap.doors.errors import PRESET, BootstrapError
+from bootstrap.doors.errors import PRESET_KEY, BootstrapError
 
 if TYPE_CHECKING:
     from torch.distributed import Store
@@ -92,7 +92,7 @@ def check(policy: str, launch: Launch, facts: Facts, output_dir: Optional[os.Pat
         return off, None
     return records.Agreement(status=Status.NOT_CHECKED, note=(
         "no store exists before the task runs: the bootstrap makes no process group "
-        f"({PRESET}.distributed.init=never) and {launch.launcher.value} offers none"), **base), None
+        f"({PRESET_KEY}.distributed.init=never) and {launch.launcher.value} offers none"), **base), None
 
 
 def _exchange(facts: Facts, launch: Launch, base: dict, via: str, when: str,
@@ -120,8 +120,8 @@ def _exchange(facts: Facts, launch: Launch, base: dict, via: str, when: str,
         store, exchanged = group.run_interruptibly(work, lambda made: None, "bootstrap-agreement")
     except agree_store.Absent as absent:
         raise BootstrapError(
-            f"the ranks could not compare how they started ({PRESET}.distributed.agree): {absent} "
-            f"({PRESET}.distributed.timeout_s={timeout_s}); the ranks not named did. A rank that was not started, "
+            f"the ranks could not compare how they started ({PRESET_KEY}.distributed.agree): {absent} "
+            f"({PRESET_KEY}.distributed.timeout_s={timeout_s}); the ranks not named did. A rank that was not started, "
             "crashed before its job, or cannot reach MASTER_ADDR:MASTER_PORT keeps the others waiting until then."
         ) from None
     except (RuntimeError, ValueError, records.Unreadable) as error:  # no store to reach, or a peer wrote garbage
@@ -131,8 +131,8 @@ def _exchange(facts: Facts, launch: Launch, base: dict, via: str, when: str,
                 "rank 0 hosts it: check that rank 0 started and that MASTER_ADDR and MASTER_PORT name it") if ours \
             else f"{launch.launcher.value} made it"
         raise BootstrapError(
-            f"the ranks could not compare how they started ({PRESET}.distributed.agree): {where} could not be used "
-            f"within {PRESET}.distributed.timeout_s={timeout_s}: {first}. ({host}.)") from None
+            f"the ranks could not compare how they started ({PRESET_KEY}.distributed.agree): {where} could not be used "
+            f"within {PRESET_KEY}.distributed.timeout_s={timeout_s}: {first}. ({host}.)") from None
     reference = exchanged.reference
     compared = {**reference.fingerprint, agree_store.POLICY_KEY: reference.policy} if reference.policy else \
         reference.fingerprint
@@ -159,7 +159,7 @@ def _against_report(output_dir: Optional[os.PathLike], own: Dict[str, str], laun
     theirs = reference.distributed.agreement
     if theirs is None or not theirs.fingerprint:
         return _with(records.Agreement(status=Status.NOT_CHECKED, note=(
-            f"rank 0's report ({path.name}) holds no fingerprint (rank 0 ran with {PRESET}.distributed.agree=off, "
+            f"rank 0's report ({path.name}) holds no fingerprint (rank 0 ran with {PRESET_KEY}.distributed.agree=off, "
             "or an older bootstrap)")), base, when=when)
     # Secrets are masked in a report: under Lightning every rank inherits rank 0's environment anyway.
     record = compare_with_report(reference, own, launch.rank, launch.world_size, base["policy"], planned)

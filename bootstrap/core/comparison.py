@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from bootstrap.doors import outbound, records
-from bootstrap.doors.errors import PRESET
+from bootstrap.doors.errors import PRESET_KEY
 from bootstrap.doors.masking import MASK, masked
 from bootstrap.doors.statuses import AgreementStatus as Status
 from bootstrap.doors.torch_settings import SETTINGS
-from bootstrap.variables import agreement as variable_kinds  # imports no table until asked
+from bootstrap.variables import difference_kinds as variable_kinds  # imports no table until asked
 
 # What stops a job under agree=error: these facts of the rank, and the variables' stopping kinds (the table's rule).
 STOPPING = ("version", "preset", "device", *sorted(variable_kinds.STOPPING))
@@ -106,9 +106,10 @@ def label(key: str) -> str:
     """A key as a user knows it (a peer's key is shown visible, one line and bounded: it is its text)."""
     group, _, name = key.partition(".")
     name = outbound.shown(name, limit=80)
-    return {"var": name, "version": name, "threads": f"{PRESET}.threads.{name}", "torch": f"{PRESET}.torch.{name}",
-            "effective": "torch.distributed.get_debug_level()", "device": f"{PRESET}.device",
-            "agree": f"{PRESET}.distributed.agree"}.get(
+    return {"var": name, "version": name, "threads": f"{PRESET_KEY}.threads.{name}",
+            "torch": f"{PRESET_KEY}.torch.{name}",
+            "effective": "torch.distributed.get_debug_level()", "device": f"{PRESET_KEY}.device",
+            "agree": f"{PRESET_KEY}.distributed.agree"}.get(
         group, "preset" if key == "preset.name" else "preset digest")
 
 
@@ -158,14 +159,14 @@ def _ranks(ranks: Sequence[int], hosts: Sequence[str], others: int = 0) -> str:
 
 
 _FIXES = {
-    POLICY: f"start every rank with the same {PRESET}.distributed.agree (error, warn or off): ranks that decide "
+    POLICY: f"start every rank with the same {PRESET_KEY}.distributed.agree (error, warn or off): ranks that decide "
             "differently would wait for each other",
     "version": "install the same python, torch and hydra-train-bootstrap on every node (CUDA, cuDNN and NCCL come "
                "with the torch build)",
     "preset": "start every rank with the same preset and overrides",
-    "device": f"give every rank the same {PRESET}.device, on nodes of the same kind",
-    "numerics": f"start every rank with the same {PRESET}.torch settings",
-    "speed": f"give every rank the same thread counts ({PRESET}.threads.intra_op=N)",
+    "device": f"give every rank the same {PRESET_KEY}.device, on nodes of the same kind",
+    "numerics": f"start every rank with the same {PRESET_KEY}.torch settings",
+    "speed": f"give every rank the same thread counts ({PRESET_KEY}.threads.intra_op=N)",
 }
 _DEBUG_LEVEL = "effective.distributed_debug"  # said through its variable when that differs too
 
@@ -196,19 +197,19 @@ def message(found: Sequence[records.Difference], odd: Sequence[Any], odd_count: 
     variables = sorted({label(d.name) for d in said if d.name.startswith("var.")}
                        | ({"TORCH_DISTRIBUTED_DEBUG"} if _DEBUG_LEVEL in keys else set()))
     example = variables[0] if len(variables) == 1 else "NAME"
-    fixes = ([f"set {', '.join(variables)} alike for every rank: in the preset ({PRESET}.vars.{example}=...), "
+    fixes = ([f"set {', '.join(variables)} alike for every rank: in the preset ({PRESET_KEY}.vars.{example}=...), "
               "which every rank applies, or exported the same way for every rank before python starts"]
              if variables else [])
     fixes += [_FIXES[kind] for kind in dict.fromkeys(d.kind for d in said if not d.name.startswith(("var.", "eff")))
               if kind in _FIXES]
     stops = any(d.stops for d in found)
     policy_only = stops and all(d.kind == POLICY for d in found if d.stops)
-    head = "the ranks did not start alike" + (f" in {PRESET}.distributed.agree, so they would not decide alike"
+    head = "the ranks did not start alike" + (f" in {PRESET_KEY}.distributed.agree, so they would not decide alike"
                                               if policy_only else " in what collectives depend on" if stops else "")
-    tail = f"; or set {PRESET}.distributed.agree=warn to go on anyway" \
+    tail = f"; or set {PRESET_KEY}.distributed.agree=warn to go on anyway" \
         if any(d.stops and d.kind != POLICY for d in found) else ""
     rest = f" | and {unsaid} more differences (distributed.agreement in each rank's report)" if unsaid > 0 else ""
-    # Each value and host is shown one line and visible already; the preset's key is named later (PRESET).
+    # Each value and host is shown one line and visible already; the preset's key is named later (PRESET_KEY).
     return outbound.cut(f"{head}; odd one out: {out}. {' | '.join(_clause(d) for d in said)}{rest}. "
                         f"Fix: {'; '.join(fixes)}{tail}.", outbound.MAX_FINDING)
 

@@ -26,7 +26,7 @@ from bootstrap.core.schema import (
 )
 from bootstrap.distributed import mesh, seeding
 from bootstrap.distributed.launcher import Launch, exported_by_launcher
-from bootstrap.doors.errors import PRESET, ConfigError
+from bootstrap.doors.errors import PRESET_KEY, ConfigError
 from bootstrap.variables import environ
 from bootstrap.variables.readers import ProcessState
 
@@ -124,11 +124,11 @@ def make_plan(
     recorder = dist.flight_recorder
     distributed = create_group or launch.world_size > 1
     if distributed and launch.port_problem:
-        raise ConfigError(f"{PRESET}.distributed: {launch.port_problem}")
+        raise ConfigError(f"{PRESET_KEY}.distributed: {launch.port_problem}")
     if create_group and launch.world_size > 1 and launch.master_port is None:  # the rendezvous needs one
-        raise ConfigError(f"{PRESET}.distributed: {launch.launcher.value}: a world of {launch.world_size} ranks needs "
-                          "a rendezvous port, and none is set. Export MASTER_PORT=<a free port> for every rank, or "
-                          f"set {PRESET}.distributed.master_port.")
+        raise ConfigError(f"{PRESET_KEY}.distributed: {launch.launcher.value}: a world of {launch.world_size} ranks "
+                          "needs a rendezvous port, and none is set. Export MASTER_PORT=<a free port> for every rank, "
+                          f"or set {PRESET_KEY}.distributed.master_port.")
     dump_dir = (recorder.dump_dir or output_dir) if recorder.enabled and distributed else None
     nccl_log = _nccl_log_vars(preset, {**environ_now, **requested_vars}, output_dir if distributed else None)
     derived = {n: environ.normalize(n, v)
@@ -157,7 +157,7 @@ def _found_set_by_process(by_process: Mapping[str, str], environ_now: Mapping[st
     """The known variables (those ranks are compared on) that the process set for itself and the plan does not set."""
     if not by_process:  # the usual case: the table of known names stays unloaded
         return []
-    from bootstrap.variables.agreement import known_set
+    from bootstrap.variables.difference_kinds import known_set
 
     found = known_set({name: environ_now[name] for name in by_process if name in environ_now and name not in planned})
     return environ.process_decisions({name: by_process[name] for name in found}, environ_now)
@@ -214,9 +214,9 @@ def _threads(preset: EnvConfig, environ_now: Mapping[str, str], command_line_omp
     else:
         user_omp = environ_now.get("OMP_NUM_THREADS")
     intra = check_thread_count(resolve_threads(preset.threads.intra_op, cpus, sharing, user_omp),
-                               f"{PRESET}.threads.intra_op", machine_cpus)
+                               f"{PRESET_KEY}.threads.intra_op", machine_cpus)
     inter = check_thread_count(resolve_threads(preset.threads.inter_op, cpus, sharing),
-                               f"{PRESET}.threads.inter_op", machine_cpus)
+                               f"{PRESET_KEY}.threads.inter_op", machine_cpus)
     # For one process, ``auto`` is what libgomp picks anyway, and exporting it would hide the
     # variable's absence from frameworks that divide the CPUs among the processes they start
     # (Lightning's DDP, torchrun: both set OMP_NUM_THREADS only where it is unset).
@@ -235,10 +235,10 @@ def _check_buffer_sizes(decisions: Sequence[environ.VarDecision]) -> None:
     group, '-5' keeps every collective forever. Refuse such a value, wherever it came from."""
     for d in decisions:
         if d.name in FR_SIZE_VARS and not d.value.strip().isdigit():
-            where = f"the {d.source}" if d.source in environ.USERS else f"{PRESET}.vars.{d.name}"
+            where = f"the {d.source}" if d.source in environ.USERS else f"{PRESET_KEY}.vars.{d.name}"
             raise ConfigError(f"{d.name}={d.value!r} (from {where}) is not a count of collectives: torch would abort "
                               f"or hang at the first process group. Use a count such as 2000, or set "
-                              f"{PRESET}.distributed.flight_recorder.buffer_size.")
+                              f"{PRESET_KEY}.distributed.flight_recorder.buffer_size.")
 
 
 def _nccl_log_vars(preset: EnvConfig, environ_now: Mapping[str, Optional[str]],

@@ -30,7 +30,7 @@ from bootstrap.distributed import launcher, seeding
 from bootstrap.distributed.group import GroupState
 from bootstrap.distributed.group import in_use as group_in_use
 from bootstrap.doors import outbound, overrides, records
-from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, DisagreementError, PreflightError
+from bootstrap.doors.errors import PRESET_KEY, BootstrapError, ConfigError, DisagreementError, PreflightError
 from bootstrap.doors.records import Report
 from bootstrap.variables import environ, lint, readers
 
@@ -118,7 +118,7 @@ class Session:
 
     def named(self, text: Optional[str]) -> Optional[str]:
         """``text`` (a warning, a refusal) naming the preset as this job does."""
-        return text.replace(PRESET, self.key) if text is not None else None
+        return text.replace(PRESET_KEY, self.key) if text is not None else None
 
     @property
     def cpu_override(self) -> str:  # a mismatch's fix, as this job can say it

@@ -26,7 +26,7 @@ import fnmatch
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
-from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, LintError, MismatchError
+from bootstrap.doors.errors import PRESET_KEY, BootstrapError, ConfigError, LintError, MismatchError
 from bootstrap.doors.masking import masked
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def debug_level_problem(name: str, value: str) -> Optional[str]:
     if value.isascii() and value.upper() in DEBUG_LEVELS:
         return None
     return (f"{name}={masked(name, value)!r} is not a debug level torch accepts. Use OFF, INFO or DETAIL "
-            f"({PRESET}.vars.{name}=INFO, or in the shell), or null to leave it unset.")
+            f"({PRESET_KEY}.vars.{name}=INFO, or in the shell), or null to leave it unset.")
 
 
 # Reader.apply_now -> the check of the value that call will give torch (bootstrap.core.runtime.APPLY_NOW

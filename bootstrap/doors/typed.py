@@ -1,5 +1,5 @@
 """Plain data anyone may have written (parsed JSON, a pickle's dicts and lists), read strictly into typed
-values, bounded. Pure. Either way raises :class:`Wrong` with a one-line reason; the caller names the file.
+values, bounded. Pure. Either way raises :class:`WrongShape` with a one-line reason; the caller names the file.
 
 - :func:`section`: a dataclass reads itself by its fields' types, and writes itself back (:func:`to_json`):
   the report (:mod:`bootstrap.doors.records`). Every field's type bounds its depth, and a free-form object
@@ -29,15 +29,15 @@ MAX_COUNT = 2**53
 MAX_INT = 2**63  # seeds, ports, nanoseconds: within 64 bits
 
 
-class Wrong(Exception):
+class WrongShape(Exception):
     """A value of the wrong shape; ``path`` grows (from the inside out) on its way up to the whole."""
 
     def __init__(self, reason: str, path: Tuple[Any, ...] = ()):
         super().__init__(reason)
         self.reason, self.path = reason, path
 
-    def at(self, key: Any) -> "Wrong":
-        return Wrong(self.reason, (key, *self.path))
+    def at(self, key: Any) -> "WrongShape":
+        return WrongShape(self.reason, (key, *self.path))
 
     def where(self, whole: str) -> str:
         parts = []
@@ -56,31 +56,31 @@ class Wrong(Exception):
 def _text(value: Any) -> str:
     if type(value) is str:
         return value
-    raise Wrong("not text")
+    raise WrongShape("not text")
 
 
 def _text_or_none(value: Any) -> Optional[str]:
     if value is None or type(value) is str:
         return value
-    raise Wrong("not text or null")
+    raise WrongShape("not text or null")
 
 
 def _int(value: Any) -> int:
     if type(value) is int and -MAX_INT <= value < MAX_INT:
         return value
-    raise Wrong("not a whole number within 64 bits")
+    raise WrongShape("not a whole number within 64 bits")
 
 
 def _count(value: Any) -> int:
     if type(value) is int and 0 <= value < MAX_COUNT:
         return value
-    raise Wrong("not a whole number from 0 to 2**53")
+    raise WrongShape("not a whole number from 0 to 2**53")
 
 
 def _flag(value: Any) -> bool:
     if value is True or value is False:
         return value
-    raise Wrong("not true or false")
+    raise WrongShape("not true or false")
 
 
 def _number(value: Any) -> float:
@@ -92,18 +92,18 @@ def _number(value: Any) -> float:
             return float(value)
         except OverflowError:  # a 400-digit integer
             pass
-    raise Wrong("not a finite number")
+    raise WrongShape("not a finite number")
 
 
 def _object(value: Any) -> dict:
     """A free-form object (``Dict[str, Any]``): the one type whose depth the schema does not bound, so it is
     bounded here (:data:`bootstrap.doors.inbound.MAX_DEPTH`)."""
     if type(value) is not dict:
-        raise Wrong("not an object")
+        raise WrongShape("not an object")
     try:
         return bounded_depth(value, "")
     except Unreadable:
-        raise Wrong(f"nested more than {MAX_DEPTH} deep") from None
+        raise WrongShape(f"nested more than {MAX_DEPTH} deep") from None
 
 
 def _or_none(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -116,12 +116,12 @@ def _or_none(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
 def _list_of(read: Callable[[Any], Any]) -> Callable[[Any], list]:
     def read_list(value: Any) -> list:
         if type(value) is not list:
-            raise Wrong("not a list")
+            raise WrongShape("not a list")
         items = []
         for index, item in enumerate(value):
             try:
                 items.append(read(item))
-            except Wrong as wrong:
+            except WrongShape as wrong:
                 raise wrong.at(index) from None
         return items
 
@@ -131,12 +131,12 @@ def _list_of(read: Callable[[Any], Any]) -> Callable[[Any], list]:
 def _mapping_of(read: Callable[[Any], Any]) -> Callable[[Any], dict]:
     def read_mapping(value: Any) -> dict:
         if type(value) is not dict:
-            raise Wrong("not an object")
+            raise WrongShape("not an object")
         items = {}
         for key, item in value.items():
             try:
                 items[key] = read(item)
-            except Wrong as wrong:
+            except WrongShape as wrong:
                 raise wrong.at(key) from None
         return items
 
@@ -168,7 +168,7 @@ def _one_of(enumeration: Any) -> Callable[[Any], Any]:
     def read_member(value: Any) -> Any:
         if type(value) is str and value in members:
             return members[value]
-        raise Wrong(expected)
+        raise WrongShape(expected)
 
     return read_member
 
@@ -236,7 +236,7 @@ def section(cls: Type[_S]) -> Type[_S]:
 
     def _read(value: Any) -> Any:
         if type(value) is not dict:
-            raise Wrong("not an object")
+            raise WrongShape("not an object")
         read_section = new(cls)  # the values are checked here: no __init__ to run them through again
         values = read_section.__dict__
         get = value.get
@@ -249,10 +249,10 @@ def section(cls: Type[_S]) -> Type[_S]:
             elif item is not _REQUIRED:
                 try:
                     values[attribute] = read(item)
-                except Wrong as wrong:
+                except WrongShape as wrong:
                     raise wrong.at(key) from None
             elif default is _REQUIRED:
-                raise Wrong("missing", (key,))
+                raise WrongShape("missing", (key,))
             else:
                 values[attribute] = default()
         return read_section
@@ -292,7 +292,7 @@ class Section:
         wrong field (``job.metrics.loss: not a finite number``)."""
         try:
             return cls._read(data)
-        except Wrong as wrong:
+        except WrongShape as wrong:
             raise Unreadable(f"{wrong.where('the ' + cls.__name__.lower())}: {wrong.reason}") from None
 
     def to_json(self) -> Dict[str, Any]:
@@ -316,17 +316,17 @@ def whole(value: Any, what: str, limit: Optional[int], optional: bool = False) -
     if value is None and optional:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
-        raise Wrong(f"{what} is a {kind(value)}, not an int")
+        raise WrongShape(f"{what} is a {kind(value)}, not an int")
     if value < 0:
-        raise Wrong(f"{what} is negative")
+        raise WrongShape(f"{what} is negative")
     if limit is not None and value >= limit:
-        raise Wrong(f"{what} is {shown(value)}, more than {limit - 1}")
+        raise WrongShape(f"{what} is {shown(value)}, more than {limit - 1}")
     return value
 
 
 def boolean(value: Any, what: str) -> bool:
     if not isinstance(value, bool):
-        raise Wrong(f"{what} is a {kind(value)}, not a bool")
+        raise WrongShape(f"{what} is a {kind(value)}, not a bool")
     return value
 
 
@@ -336,9 +336,9 @@ def text(value: Any, what: str, limit: int, optional: bool = False, cut: bool = 
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise Wrong(f"{what} is a {kind(value)}, not text")
+        raise WrongShape(f"{what} is a {kind(value)}, not text")
     if len(value) > limit:
         if cut:
             return value[:limit] + "..."
-        raise Wrong(f"{what} is {len(value)} characters long, more than {limit}")
+        raise WrongShape(f"{what} is {len(value)} characters long, more than {limit}")
     return value

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.distributed.waits import Deadline
 from bootstrap.doors import inbound, outbound, records
-from bootstrap.doors.errors import PRESET
+from bootstrap.doors.errors import PRESET_KEY
 from bootstrap.doors.statuses import ComputeVerdict
 from bootstrap.preflight import figures as rank_figures
 from bootstrap.preflight import measure, nccl_log
@@ -58,7 +58,7 @@ def run(request: Request) -> records.Preflight:
     findings = judge(world, request.floors, request.max_skew, request.device.split(":")[0], request.backend or "",
                      request.network, extra, request.key)
     _summarise(record, world, own, findings)
-    record.note = "; ".join(notes).replace(PRESET, request.key) or None
+    record.note = "; ".join(notes).replace(PRESET_KEY, request.key) or None
     if request.device.startswith("cuda"):
         import torch
 
@@ -141,16 +141,16 @@ def _gathered(meeting: measure.Meeting, group: Optional[ProcessGroup], own: Rank
 
 
 def _unfinished(unfinished: measure.Unfinished) -> Finding:
-    budget = f"{PRESET}.preflight.seconds={unfinished.budget_s:g}"
+    budget = f"{PRESET_KEY}.preflight.seconds={unfinished.budget_s:g}"
     if unfinished.absent:
         more = "" if unfinished.complete else " (and more)"
         said = (f"{unfinished.absent.text()}{more} had not arrived: a rank stuck before the check, or one that "
-                f"does not run it ({PRESET}.preflight.mode=off there?)")
+                f"does not run it ({PRESET_KEY}.preflight.mode=off there?)")
     elif not unfinished.complete:  # the store that says who arrived was gone too
         said = "the ranks' store could not be read to name who had not arrived: rank 0, which hosts it, has ended?"
     else:
         said = (f"every rank had arrived: the network is far slower than the budget allows; raise {budget} or "
-                f"lower {PRESET}.preflight.sizes_mb")
+                f"lower {PRESET_KEY}.preflight.sizes_mb")
     return Finding("unfinished", f"{unfinished.what} did not finish within {budget}: {said}",
                    list(itertools.islice(unfinished.absent, MAX_NAMED)))
 

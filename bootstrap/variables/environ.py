@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Collection, Dict, Iterable, List, Mapping, MutableMapping, Optional, Union
 
 from bootstrap.doors import outbound, records
-from bootstrap.doors.errors import PRESET, ConfigError
+from bootstrap.doors.errors import PRESET_KEY, ConfigError
 from bootstrap.doors.masking import masked  # notes quote values: a secret's must not appear
 from bootstrap.variables.readers import ProcessState, reader_for
 
@@ -59,7 +59,7 @@ def normalize(name: str, value: Any) -> Optional[str]:
     """The string a variable gets: ints as digits, bools as 1/0; None means "do not set"."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigError(
-            f"{PRESET}.vars.{outbound.shown(name)}: {name!r} is not a valid environment variable name. "
+            f"{PRESET_KEY}.vars.{outbound.shown(name)}: {name!r} is not a valid environment variable name. "
             "Use letters, digits and underscores, not starting with a digit (e.g. MY_VAR)."
         )
     if value is None:
@@ -70,16 +70,16 @@ def normalize(name: str, value: Any) -> Optional[str]:
         text = str(value)
     else:
         raise ConfigError(
-            f"{PRESET}.vars.{name} is a {type(value).__name__}; an environment variable holds one string. "
-            f"Give a single value, e.g. {PRESET}.vars.{name}='a,b' if the library reads a comma list."
+            f"{PRESET_KEY}.vars.{name} is a {type(value).__name__}; an environment variable holds one string. "
+            f"Give a single value, e.g. {PRESET_KEY}.vars.{name}='a,b' if the library reads a comma list."
         )
     if "\0" in text:
-        raise ConfigError(f"{PRESET}.vars.{name} contains a NUL byte, which no environment variable can hold. "
+        raise ConfigError(f"{PRESET_KEY}.vars.{name} contains a NUL byte, which no environment variable can hold. "
                           "Remove it.")
     try:
         os.fsencode(text)
     except UnicodeEncodeError:
-        raise ConfigError(f"{PRESET}.vars.{name} cannot be encoded for the environment "
+        raise ConfigError(f"{PRESET_KEY}.vars.{name} cannot be encoded for the environment "
                           f"(filesystem encoding {sys.getfilesystemencoding()}). Use valid Unicode text.") from None
     return text
 

@@ -24,13 +24,13 @@ import re
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 from bootstrap.doors import outbound
-from bootstrap.doors.errors import PRESET
+from bootstrap.doors.errors import PRESET_KEY
 from bootstrap.doors.textenum import TextEnum
 
 if TYPE_CHECKING:  # the types of what the caller passes in; variables/ imports nothing of core/
     from bootstrap.core.schema import EnvConfig
     from bootstrap.core.versions import Found
-    from bootstrap.variables.table import V  # imported on the first call (see above)
+    from bootstrap.variables.table import KnownVariable  # imported on the first call (see above)
 
 
 class LintPolicy(str, enum.Enum):
@@ -106,10 +106,11 @@ NEEDS = {"rocm": "a ROCm build of torch", "x86_64": "an x86_64 torch wheel (the 
 
 @functools.lru_cache(maxsize=1)
 def _table():
-    """name -> V for the detailed table, the names nothing reads, the namespaces."""
+    """name -> KnownVariable for the detailed table, the names nothing reads, the namespaces."""
     from bootstrap.variables import table
 
-    known: Dict[str, "table.V"] = {var.name: var for group in table.GROUPS for var in group}  # each name once
+    # each name once
+    known: Dict[str, "table.KnownVariable"] = {var.name: var for group in table.GROUPS for var in group}
     return known, table.NOT_READ, table.NAMESPACES
 
 
@@ -180,11 +181,11 @@ def hardware_gap(name: str, machine: Optional[Machine]) -> Optional[HardwareGap]
     return None
 
 
-def _release(var: V) -> str:
+def _release(var: KnownVariable) -> str:
     return "NCCL" if var.library == "NCCL" else "torch"
 
 
-def _value_problem(var: V, value: str) -> Optional[str]:
+def _value_problem(var: KnownVariable, value: str) -> Optional[str]:
     text = value.strip()
     if var.values and text.lower() not in {v.lower() for v in var.values}:
         return f"is not a value {var.library or 'its reader'} accepts; use one of {', '.join(var.values)}."
@@ -243,6 +244,6 @@ def for_preset(preset: EnvConfig, machine: Optional[Machine] = None) -> List[Fin
 
 def stop_message(findings: Iterable[Finding]) -> str:
     """Why ``lint: error`` stopped the job: one line per finding, and the way out."""
-    return (f"{PRESET}.lint=error: the preset sets variables that are read by nothing, or renamed:\n"
+    return (f"{PRESET_KEY}.lint=error: the preset sets variables that are read by nothing, or renamed:\n"
             + "\n".join(f"  - {finding}" for finding in findings)
-            + f"\nFix them, or run with {PRESET}.lint=warn to continue anyway.")
+            + f"\nFix them, or run with {PRESET_KEY}.lint=warn to continue anyway.")

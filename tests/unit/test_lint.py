@@ -107,7 +107,7 @@ def name_lists():
     from bootstrap.variables import table, torch_names
 
     groups = {attr: value for attr, value in vars(table).items()
-              if isinstance(value, tuple) and value and all(isinstance(v, table.V) for v in value)}
+              if isinstance(value, tuple) and value and all(isinstance(v, table.KnownVariable) for v in value)}
     assert list(groups.values()) == list(table.GROUPS), "a group of the table is missing from GROUPS"
     lists = {f"table.{attr}": [v.name for v in group] for attr, group in groups.items()}
     lists["table.NOT_READ"] = list(table.NOT_READ)
