@@ -17,6 +17,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not argv or argv[0] not in COMMANDS:
         from bootstrap.doors import outbound
 
-        outbound.say(f"usage: bootstrap {{{','.join(COMMANDS)}}} [options] [hydra overrides]", err=True)
-        return 2
+        asked = bool(argv) and argv[0] in ("-h", "--help")  # asked for help: stdout and exit 0, as argparse does
+        outbound.say(f"usage: bootstrap {{{','.join(COMMANDS)}}} [options] [hydra overrides]\n"
+                     "  bootstrap COMMAND --help says what a command does", err=not asked)
+        return 0 if asked else 2
     return int(importlib.import_module(f"bootstrap.cli.{COMMANDS[argv[0]]}").main(argv[1:]))

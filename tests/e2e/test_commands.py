@@ -77,7 +77,9 @@ def test_bootstrap_doctor_and_python_dash_m_are_the_same_command(no_numpy):
     assert {k: json.loads(installed.stdout)[k] for k in keep} == {k: json.loads(module.stdout)[k] for k in keep}
 
 
-def test_an_unknown_command_says_what_there_is(no_numpy):
+def test_an_unknown_command_says_what_there_is_and_help_is_not_an_error(no_numpy):
     done = _run([str(BIN / "bootstrap"), "train"], no_numpy)
     assert done.returncode == 2
     assert f"usage: bootstrap {{{','.join(COMMANDS)}}}" in done.stderr
+    helped = _run([str(BIN / "bootstrap"), "--help"], no_numpy)
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: bootstrap {") and helped.stderr == ""
