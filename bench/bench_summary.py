@@ -26,7 +26,7 @@ from typing import Callable, Dict, List
 import yaml
 
 from bootstrap.doors import outbound, records
-from bootstrap.sweep import summary
+from bootstrap.sweep import summary, walk
 
 TARGET_VS_BARE = 1.5
 TARGET_SCALE = 11.0
@@ -67,7 +67,7 @@ def _report(num: int, overrides: List[str]) -> dict:
 def build_sweep(sweep: Path, jobs: int) -> None:
     """``jobs`` job directories under ``sweep``, as Hydra's basic sweeper and the bootstrap leave them."""
     sweep.mkdir(parents=True)
-    outbound.write_text(sweep / summary.MULTIRUN_NAME, "hydra:\n  mode: MULTIRUN\n")  # older than every job
+    outbound.write_text(sweep / walk.MULTIRUN_NAME, "hydra:\n  mode: MULTIRUN\n")  # older than every job
     for num in range(jobs):
         job = sweep / str(num)
         overrides = [f"env.threads.intra_op={1 + num % 4}", f"train.lr={0.0001 * (num + 1):.6f}", f"env.seed={num}"]

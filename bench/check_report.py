@@ -45,7 +45,7 @@ def problems(report: Report, device: str, backend, group: bool, tf32: bool, trai
     dist = report.distributed
     if group:
         # process_group: the group's state when the job started; teardown: what became of it at the end.
-        seen = (dist.process_group, dist.teardown, dist.backend)
+        seen = tuple(str(v) if v is not None else None for v in (dist.process_group, dist.teardown, dist.backend))
         if seen != ("created", "destroyed", backend):
             found.append(f"distributed (process_group, teardown, backend) is {seen}, not ('created', 'destroyed', "
                          f"{backend!r})")

@@ -37,12 +37,12 @@ def main(out: Path, preset: str = "h100", *overrides: str) -> int:
         pass
     report = records.read_report(out / "bootstrap.json")
     recorded = report.distributed.hang
-    assert recorded and recorded["dumps"] == [f"{hang.DUMP_PREFIX}0"], report.distributed
+    assert recorded and recorded.dumps == [f"{hang.DUMP_PREFIX}0"], report.distributed
     dump = dumps.read(out / f"{hang.DUMP_PREFIX}0")
     names = [e.profiling_name for e in dump.entries]
     assert names.count(f"{backend}:all_reduce") >= 3, names
     diagnosis, _ = hang.diagnose_dir(out)
-    assert diagnosis.ranks == [0] and not diagnosis.findings, diagnosis.as_dict()
+    assert diagnosis.ranks == [0] and not diagnosis.findings, diagnosis
     print(f"  dump {out / (hang.DUMP_PREFIX + '0')}: {len(names)} entries, {names.count(backend + ':all_reduce')} "
           f"{backend}:all_reduce; bootstrap hang: no divergence")
     return 0

@@ -68,8 +68,15 @@ def _job(overrides: Tuple[str, ...]):
                      state=ProcessState(cuda_initialized=False, process_group_initialized=False),
                      cpus=found.cpus_usable, machine_cpus=found.cpus, launch=Launch(Launcher.single))
     checks = versions.check(session.preset.requires, found, plan.device_type)
-    findings = lint.for_preset(session.preset, found, ARCH, lambda: OPENMP)
+    findings = lint.for_preset(session.preset, _machine())
     return session, plan, checks, findings
+
+
+def _machine():
+    """The fixed machine as the lint and the report's ``effective`` judge its hardware."""
+    from bootstrap.variables import lint
+
+    return lint.machine_from(_found(), ARCH, lambda: OPENMP)
 
 
 def _job_info(session):
@@ -87,8 +94,8 @@ def report_example() -> str:
                              seeded=("random", "numpy", "torch"), group=report.GroupState.NONE, backend=None,
                              mesh=False)
     record = report.build(_job_info(session), plan, plan.device(cuda_visible=False), _found(), checks, applied, [],
-                          BOOTSTRAP_S, lint=findings, started_ns=STARTED_NS)
-    report.finish(record, report.JobStatus.COMPLETED, METRICS)
+                          BOOTSTRAP_S, lint=findings, started_ns=STARTED_NS, machine=_machine())
+    report.end(record, report.JobEnd(report.JobStatus.COMPLETED, METRICS))
     return "```json\n" + _json(record.to_json()) + "\n```\n"
 
 
@@ -104,7 +111,7 @@ def doctor_example() -> str:
     mismatch = verdict.after_checks(session.preset, session.name, checks, cpu_override=session.cpu_override)
     refusals = [replace(r, message=session.named(r.message)) for r in refusals + ([mismatch] if mismatch else [])]
     record = report.build(_job_info(session), plan, plan.device(cuda_visible=False), _found(), checks, None, [],
-                          BOOTSTRAP_S, report.JobStatus.PREVIEW, findings)
+                          BOOTSTRAP_S, report.JobStatus.PREVIEW, findings, machine=_machine())
     return "```\n" + doctor.format_text(record, refusals) + "\n```\n"
 
 
@@ -122,18 +129,18 @@ def agree_kinds_table() -> str:
     """docs/lint.md's table of what a difference between ranks changes: each kind, what env.distributed.agree=error
     does with it, the groups of the known-variables table whose default it is, and the rows that differ from
     their group's default."""
-    from bootstrap.variables import agreement, table
+    from bootstrap.variables import difference_kinds, table
 
     group_names = {id(group): attr for attr, group in vars(table).items() if any(group is g for g in table.GROUPS)}
     defaults = {kind: [f"`{group_names[id(g)]}`" for g in table.GROUPS if table.GROUP_AGREE[g[0].name] == kind]
                 for kind in table.AGREE_KINDS}
-    defaults[agreement.TORCH_OTHER_KIND].append("torch's other names")
+    defaults[difference_kinds.TORCH_OTHER_KIND].append("torch's other names")
     others = {kind: sorted(v.name for g in table.GROUPS for v in g
                            if v.agree == kind != table.GROUP_AGREE[v.name]) for kind in table.AGREE_KINDS}
-    others["collective"] = sorted(others["collective"] + list(agreement.TORCH_OTHER_COLLECTIVE))
+    others["collective"] = sorted(others["collective"] + list(difference_kinds.TORCH_OTHER_COLLECTIVE))
     lines = ["| kind | a difference between ranks changes | under `agree=error` | the default of "
              "| other rows of this kind |", "|---|---|---|---|---|"]
-    lines += [f"| `{kind}` | {table.AGREE_MEANINGS[kind]} | {agreement.ON_ERROR[kind]} | "
+    lines += [f"| `{kind}` | {table.AGREE_MEANINGS[kind]} | {difference_kinds.ON_ERROR[kind]} | "
               f"{', '.join(defaults[kind]) or '-'} | {', '.join(f'`{n}`' for n in others[kind]) or '-'} |"
               for kind in table.AGREE_KINDS]
     return "\n".join(lines) + "\n"

@@ -12,7 +12,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from hydra.core.utils import JobReturn
 from hydra.core.utils import JobStatus as HydraJobStatus
@@ -50,11 +50,12 @@ def _stop(error: Exception, where: str, overrides: Optional[list] = None, multir
         message += f"\n(in the multirun job with overrides: {masked_line(' '.join(overrides)) or '(none)'})"
     if os.environ.get("HYDRA_FULL_ERROR") == "1":
         outbound.print_traceback(error)
-    if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # torchrun's failure summary then shows this message
+    row = launcher.peek(os.environ).row
+    if row.error_file(os.environ):  # torchrun's failure summary then shows this message
         from bootstrap.distributed.group import write_elastic_error_file
 
         write_elastic_error_file(message, int(time.time()))
-    if launcher.peek(os.environ).row.exits_are_retried():  # Ray re-runs a worker that exits, not one that raises
+    if row.exits_are_retried():  # Ray re-runs a worker that exits, not one that raises
         raise JobRefused(outbound.clean(message)) from None
     outbound.stop(message)
 
@@ -78,10 +79,10 @@ def _sweepers_directions(config: DictConfig) -> Optional[tuple]:
                       {"ax_config": {"experiment": {"minimize": ax}}})
 
 
-def _guarded(hook):
+def _guarded(hook: Callable[..., None]) -> Callable[..., None]:
     """Every hook: an exception stops the process with a message, never a mere warning."""
     @functools.wraps(hook)
-    def run(self, *args: Any, **kwargs: Any) -> None:
+    def run(self: BootstrapCallback, *args: Any, **kwargs: Any) -> None:
         try:
             hook(self, *args, **kwargs)
         except Exception as error:  # noqa: BLE001 - Hydra would only warn
@@ -148,7 +149,8 @@ class BootstrapCallback(Callback):
         """Before Hydra makes the output directory: jobs never share one, and ranks of one job do
         (see bootstrap.distributed.rundir)."""
         launch = launcher.peek(os.environ)
-        configured = OmegaConf.to_container(config.hydra.run, resolve=False).get("dir")
+        run = OmegaConf.to_container(config.hydra.run, resolve=False)  # ${now:...} as written
+        configured = run.get("dir") if isinstance(run, dict) else None
         chosen = rundir.run_dir(str(configured), launch, os.environ)
         if launch.row.run_dir_from_store and launch.world_size > 1:
             from bootstrap.distributed.group import agree_on_run_dir

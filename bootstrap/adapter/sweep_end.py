@@ -33,7 +33,7 @@ def _driver() -> Optional[FrameType]:
         code = Callbacks.on_multirun_start.__code__
     except (ImportError, AttributeError):  # another Hydra: only on_multirun_end releases
         return None
-    frame = sys._getframe(1)
+    frame: Optional[FrameType] = sys._getframe(1)
     while frame is not None and frame.f_code is not code:
         frame = frame.f_back
     return frame.f_back if frame is not None else None

@@ -2,18 +2,21 @@
 
 A and B are run directories or report files. A run directory of several ranks compares the same rank of
 each (rank 0 unless ``--rank N``). ``--here`` compares A with what this machine would do now: the doctor's
-preview, with A's own overrides unless others are given. What differs between any two runs (times, job
-number, status, metrics) is left out unless ``--all``.
+preview, with A's own overrides unless others are given. The variables A's process (or the preview's) set
+for itself before the job started (source ``process``: ``import lightning`` sets one) are no fact of this
+machine, and the preview runs no app code: ``--here`` leaves them out, and says which. What differs between
+any two runs (times, job number, status, metrics) is left out unless ``--all``.
 
 Exit status: 0 the same, 1 they differ, 2 bad usage or a report that cannot be read.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from bootstrap.core import facts as job_facts
 from bootstrap.doors import outbound, records
@@ -27,6 +30,8 @@ TITLES = {"versions": "versions", "variables": "variables (with their sources)",
 UNSET = "unset"
 MAX_VALUE = 160  # characters of one value on a line; the rest is cut ("...")
 HERE = "here (bootstrap doctor's preview)"
+PROCESS_SET = "set by the run's own process before its job started, not by the shell: an import or the app's code, " \
+              "which the preview does not run"
 
 
 class Usage(Exception):
@@ -93,7 +98,7 @@ def _read(given: str, rank: int) -> Tuple[Path, records.Report]:
         raise Usage(f"{given}: cannot be read ({error})") from None
 
 
-def _here(a_report: records.Report, args) -> records.Report:
+def _here(a_report: records.Report, args: argparse.Namespace) -> records.Report:
     """The doctor's preview with ``args.rest`` as overrides, or A's own."""
     from bootstrap.core import compose, jobconfig
 
@@ -101,7 +106,7 @@ def _here(a_report: records.Report, args) -> records.Report:
     masked_ones = [o for o in overrides if MASK in o]
     if not args.rest and masked_ones:
         raise Usage(f"A's override {masked_ones[0]} holds a masked secret, so it cannot be replayed: "
-                    "give the overrides after A (python -m bootstrap diff A --here OVERRIDES)")
+                    "give the overrides after A (bootstrap diff A --here OVERRIDES)")
     outbound.remember_overrides(overrides)
     config_dir = None if args.config_path is None else Path(args.config_path)
     try:
@@ -116,7 +121,7 @@ def _here(a_report: records.Report, args) -> records.Report:
 
 def _known_here() -> Dict[str, str]:
     """The known variables set in this process's environment, masked, as a job's fingerprint holds them."""
-    from bootstrap.variables.agreement import known_set
+    from bootstrap.variables.difference_kinds import known_set
 
     return {f"var.{name}": masked(name, value) for name, value in known_set(os.environ).items()}
 
@@ -146,8 +151,15 @@ def _cut(value: str) -> str:
     return outbound.finding(value, MAX_VALUE)
 
 
-def format_text(a: str, b: str, differences: Dict[str, List[Dict[str, str]]], every: bool) -> str:
-    """A header per section, then ``key: A-value -> B-value`` aligned, one line each; the count last."""
+def _without_variables(found: job_facts.Facts, names: List[str]) -> job_facts.Facts:
+    return {**found, "variables": {key: value for key, value in found.get("variables", {}).items()
+                                   if key not in names}}
+
+
+def format_text(a: str, b: str, differences: Dict[str, List[Dict[str, str]]], every: bool,
+                left_out: Sequence[str] = ()) -> str:
+    """A header per section, then ``key: A-value -> B-value`` aligned, one line each; the count last, after the
+    variables ``--here`` left out (:data:`PROCESS_SET`)."""
     shown = {section: [(f"{_cut(row['name'])}:", _cut(row["a"]), _cut(row["b"])) for row in rows]
              for section, rows in differences.items()}
     every_row = [row for rows in shown.values() for row in rows]
@@ -158,28 +170,67 @@ def format_text(a: str, b: str, differences: Dict[str, List[Dict[str, str]]], ev
         lines += ["", TITLES[section]]
         lines += [f"  {key.ljust(key_width)} {left.ljust(a_width)} -> {right}" for key, left, right in rows]
     count = len(every_row)
-    left_out = "" if every else " (times, job number, status and metrics left out; --all shows them)"
-    lines += ["", (f"{count} difference{'s' if count != 1 else ''}" if count else "no differences") + left_out]
+    every_run = "" if every else " (times, job number, status and metrics left out; --all shows them)"
+    if left_out:
+        lines += ["", outbound.finding(f"left out: {', '.join(left_out)} ({PROCESS_SET})", 2000)]  # known names
+    lines += ["", (f"{count} difference{'s' if count != 1 else ''}" if count else "no differences") + every_run]
     return "\n".join(lines)
 
 
-def run(args) -> int:
+FactNames = Set[Tuple[str, Optional[str]]]  # (section, fact), None for the whole section
+
+
+def _versions_apart(a: records.Report, b: Optional[records.Report]) -> Tuple[List[str], FactNames]:
+    """Notes on what two reports of different schema versions cannot compare, and the facts left out."""
+    notes: List[str] = []
+    left_out: FactNames = set()
+    for side, report in (("A", a), ("B", b)):
+        if report is not None and report.schema_version > records.SCHEMA_VERSION:
+            notes.append(f"{side} was written by a newer hydra-train-bootstrap (schema_version "
+                         f"{report.schema_version}; this one knows 1 to {records.SCHEMA_VERSION}): what it added is "
+                         "not compared; upgrade hydra-train-bootstrap to compare it")
+    older = min(a.schema_version, b.schema_version if b is not None else records.SCHEMA_VERSION)
+    for version, added in records.ADDED_IN.items():
+        if older < version:
+            notes += [f"not compared: {what}, which schema_version {older} reports do not hold (added in {version})"
+                      for what in added]
+            left_out |= _ADDED_FACTS.get(version, set())
+    return notes, left_out
+
+
+# records.ADDED_IN, as the facts they show
+_ADDED_FACTS: Dict[int, FactNames] = {2: {("lint", None), ("launch", "node_rank"), ("seeds", "global_seed")},
+                                      3: {("preflight", None)}}
+
+
+def _leave_out(found: job_facts.Facts, left_out: FactNames) -> job_facts.Facts:
+    return {section: {} if (section, None) in left_out else
+            {key: value for key, value in values.items() if (section, key) not in left_out}
+            for section, values in found.items()}
+
+
+def run(args: argparse.Namespace) -> int:
     a_path, a_report = _read(args.a, args.rank)
     a_facts = job_facts.facts(a_report, a_path.parent)
+    left_out: List[str] = []
     if args.here:
-        b_name, b_facts = HERE, job_facts.facts(_here(a_report, args))
-        a_facts, b_facts = _without_preview_gaps(a_facts), _without_preview_gaps(b_facts)
+        b_report = _here(a_report, args)
+        left_out = sorted({*job_facts.set_by_process(a_report), *job_facts.set_by_process(b_report)})
+        b_name, b_facts = HERE, job_facts.facts(b_report)
+        a_facts, b_facts = (_without_variables(_without_preview_gaps(found), left_out) for found in (a_facts, b_facts))
     else:
         if len(args.rest) != 1:
-            raise Usage("give two runs: python -m bootstrap diff A B (or A --here)")
+            raise Usage("give two runs: bootstrap diff A B (or A --here)")
         b_path, b_report = _read(args.rest[0], args.rank)
         b_name, b_facts = str(b_path), job_facts.facts(b_report, b_path.parent)
-    differences = compare(a_facts, b_facts, args.all)
+    notes, not_comparable = _versions_apart(a_report, None if args.here else b_report)
+    differences = compare(_leave_out(a_facts, not_comparable), _leave_out(b_facts, not_comparable), args.all)
     try:
         if args.json:
-            outbound.say_json({"a": str(a_path), "b": b_name, "same": not differences, "sections": differences})
+            outbound.say_json({"a": str(a_path), "b": b_name, "same": not differences, "sections": differences,
+                               "notes": notes, **({"left_out": left_out} if left_out else {})})
         else:
-            outbound.say(format_text(str(a_path), b_name, differences, args.all))
+            outbound.say("\n".join([format_text(str(a_path), b_name, differences, args.all, left_out), *notes]))
     except BrokenPipeError:  # `bootstrap diff A B | head`: the reader has gone, which is not an error here
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stdout's descriptor: no second error when Python flushes
     return 1 if differences else 0

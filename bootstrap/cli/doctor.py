@@ -63,9 +63,11 @@ def _table(rows: List[tuple], indent: str = "  ") -> str:
     return "\n".join(indent + line for line in lines)
 
 
-def _takes_effect(name: str, effective: bool, withheld: bool = False) -> str:
+def _takes_effect(name: str, effective: bool, withheld: bool = False, does_nothing_here: str = "") -> str:
     from bootstrap.variables.readers import reader_for
 
+    if does_nothing_here:  # the lint's hardware finding says so too: one verdict (bootstrap.variables.lint)
+        return f"no: {does_nothing_here}"
     if withheld:
         return "not set: too late here, and ranks must agree"
     if effective:
@@ -75,16 +77,15 @@ def _takes_effect(name: str, effective: bool, withheld: bool = False) -> str:
     return "child processes only"
 
 
-def _flight_recorder(hang: dict) -> List[str]:
+def _flight_recorder(hang: records.Hang) -> List[str]:
     """What the dumps show; each line stays one line, whatever a dump's fields hold."""
-    dump_dir, notes = hang.get("dump_dir"), list(hang.get("notes") or [])
-    if not hang.get("dumps"):
-        lines = [f"no dumps of this run in {dump_dir} (a healthy run writes none)", *notes]
+    if not hang.dumps:
+        lines = [f"no dumps of this run in {hang.dump_dir} (a healthy run writes none)", *hang.notes]
     else:
-        lines = [f"dumps in {dump_dir}: {', '.join(map(str, hang['dumps']))}", *(hang.get("groups") or []),
-                 *(hang.get("findings") or ["no divergence between the ranks"]), *notes,
-                 f"(python -m bootstrap hang {dump_dir})"]
-    return ["", "Flight recorder", *("  " + outbound.finding(line, MAX_CELL) for line in lines)]
+        lines = [f"dumps in {hang.dump_dir}: {', '.join(hang.dumps)}", *hang.groups,
+                 *(hang.findings or ["no divergence between the ranks"]), *hang.notes,
+                 f"(bootstrap hang {hang.dump_dir})"]
+    return ["", "Flight recorder", *("  " + outbound.finding(masked_line(line), MAX_CELL) for line in lines)]
 
 
 def _floor(value: Optional[float], unit: str) -> str:
@@ -134,7 +135,8 @@ def format_text(report: records.Report, refusals: Optional[list] = None) -> str:
     checks = [("check", "required", "found", "ok")] + [
         (c.name, c.required, c.found or "-", "yes" if c.ok else "NO") for c in report.checks]
     variables = [("variable", "value", "source", "takes effect")] + [
-        (name, outbound.shown(v.value, name=name), v.source, _takes_effect(name, v.effective, v.withheld))
+        (name, outbound.shown(v.value, name=name), v.source,
+         _takes_effect(name, v.effective, v.withheld, v.does_nothing_here))
         for name, v in report.vars.items()]
     failed = [c.name for c in report.checks if not c.ok]
     lines = [

@@ -1,4 +1,4 @@
-"""``python -m bootstrap hang RUN_DIR``: what the ranks' flight-recorder dumps say about a hang.
+"""``bootstrap hang RUN_DIR``: what the ranks' flight-recorder dumps say about a hang.
 
 The analysis: :mod:`bootstrap.distributed.hang`. Exit status: 0 when the dumps show no divergence,
 1 when they do, 2 when there is no dump of this run, the usage is wrong, or the analysis failed
@@ -14,6 +14,7 @@ from bootstrap.distributed import dumps, hang
 from bootstrap.distributed.dumps import DUMP_PREFIX
 from bootstrap.distributed.ranks import ranks_text
 from bootstrap.doors import outbound
+from bootstrap.doors.masking import masked_line
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -46,12 +47,12 @@ def _answer(run_dir: Path, as_json: bool) -> int:
             outbound.say(f"  {note}", err=True, one_line=True)
         return 2
     if as_json:
-        outbound.say_json({**diagnosis.as_dict(), "dumps": [str(p) for p in paths.values()]})
+        outbound.say_json(diagnosis.record(run_dir, [str(p) for p in paths.values()]).to_json())
     else:
         lines = [f"bootstrap hang: {run_dir} (dumps from {ranks_text(diagnosis.ranks)})"]
         lines += [f"  {line}" for line in diagnosis.groups]
         lines += [f"  {line}" for line in diagnosis.findings] or ["  no divergence between the ranks"]
         lines += [f"  {line}" for line in diagnosis.notes]
         for line in lines:
-            outbound.say(line, one_line=True)
+            outbound.say(masked_line(line), one_line=True)  # a dump's fields may hold anything
     return 1 if diagnosis.findings else 0

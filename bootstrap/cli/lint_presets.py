@@ -1,4 +1,4 @@
-"""``python -m bootstrap lint [CONF_DIR]``: the variable lint over every preset of a config directory.
+"""``bootstrap lint [CONF_DIR]``: the variable lint over every preset of a config directory.
 
 No task runs and nothing is applied. The shipped presets by default; an app's with
 ``CONF_DIR`` or ``--config-path``. Each ``<dir>/env/<name>.yaml`` is composed the way an app

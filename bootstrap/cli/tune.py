@@ -1,4 +1,4 @@
-"""``python -m bootstrap tune SWEEP_DIR --name my_node``: keep a sweep's winner as a preset.
+"""``bootstrap tune SWEEP_DIR --name my_node``: keep a sweep's winner as a preset.
 
 What it keeps and what it refuses: :mod:`bootstrap.sweep.tune`. Exit status: 0 when the preset
 was written, 1 when tune refused (one ``bootstrap tune: ...`` line, nothing written), 2 on bad usage.
@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from bootstrap.doors import outbound
-from bootstrap.sweep import summary, tune
-from bootstrap.sweep.summary import one_line
+from bootstrap.sweep import rank, tune
+from bootstrap.sweep.render import one_line
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -24,7 +24,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--force", action="store_true", help="overwrite an existing preset file")
     parser.add_argument("--objective", default=None,
                         help="the metric to pick the winner by (default: samples_per_s if reported, else return)")
-    parser.add_argument("--mode", choices=summary.MODES, default=None,
+    parser.add_argument("--mode", choices=rank.MODES, default=None,
                         help="max or min (default: max for samples_per_s, min for anything else)")
     try:
         args = parser.parse_args(argv)

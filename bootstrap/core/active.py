@@ -8,23 +8,26 @@ torch's settings belong to the whole process, so only one thread applies at a ti
 from __future__ import annotations
 
 import threading
-from typing import Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 from bootstrap.doors.errors import BootstrapError
 
-_sessions: List[object] = []
+if TYPE_CHECKING:
+    from bootstrap.core.session import Session
+
+_sessions: List[Session] = []
 _owner: Optional[threading.Thread] = None  # the thread whose sessions these are
 _lock = threading.RLock()  # re-entrant: closing a session closes the ones inside it first
 
 
-def push(session: object, apply: Callable[[], None]) -> None:
+def push(session: Session, apply: Callable[[], None]) -> None:
     """Run ``apply`` and put ``session`` on top; refuse a second apply and another thread's."""
     global _owner
     with _lock:
         if session in _sessions:
             raise BootstrapError("This session is already applied. Close it (session.close()) before applying it "
                                  "again, or make a new one with bootstrap.initialize().")
-        if _sessions and _owner is not threading.current_thread():
+        if _sessions and _owner is not None and _owner is not threading.current_thread():  # (set with the first)
             raise BootstrapError(f"A bootstrap session is already applied in thread {_owner.name!r}. os.environ "
                                  "and torch's settings belong to the whole process: apply sessions from one "
                                  "thread, or close that one first.")
@@ -34,17 +37,17 @@ def push(session: object, apply: Callable[[], None]) -> None:
         _sessions.append(session)
 
 
-def remove(session: object) -> None:
+def remove(session: Session) -> None:
     with _lock:
         if session in _sessions:
             _sessions.remove(session)
 
 
-def inside(session: object) -> List[object]:
+def inside(session: Session) -> List[Session]:
     """The sessions applied after ``session`` and still applied, innermost last."""
     with _lock:
         return _sessions[_sessions.index(session) + 1:] if session in _sessions else []
 
 
-def innermost() -> Optional[object]:
+def innermost() -> Optional[Session]:
     return _sessions[-1] if _sessions else None

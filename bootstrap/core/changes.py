@@ -19,11 +19,15 @@ import contextlib
 import os
 import signal
 import threading
-from typing import Callable, Iterable, Optional
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
 
 from bootstrap.core.runtime import TorchState
-from bootstrap.distributed.group import Teardown
+from bootstrap.distributed.group import ProcessGroup, Teardown
 from bootstrap.variables.environ import EnvironSnapshot
+
+if TYPE_CHECKING:
+    from bootstrap.distributed.flightrec import JobRecorder, Watcher
 
 
 class _SigtermHold:
@@ -57,10 +61,10 @@ class InterruptGuard:
 
     def __init__(self, close: Callable[[], None]):
         self._close = close
-        self._previous_sigterm: Optional[object] = None
+        self._previous_sigterm: Union[Callable[[int, Optional[FrameType]], Any], int, signal.Handlers, None] = None
 
     @staticmethod
-    def _exit_on_sigterm(signum, frame) -> None:
+    def _exit_on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
         if sigterm_held.depth:
             sigterm_held.held = signum
             return
@@ -88,8 +92,9 @@ class ProcessChanges:
         # Hydra restores its own env_set keys, before on_job_end: restoring them too would leak them.
         self.environ = EnvironSnapshot(os.environ, foreign=env_set)
         self.torch = TorchState.capture()
-        self.group = None  # distributed.ProcessGroup, once start() made or adopted one
-        self.watcher = None  # flightrec.Watcher, while a process group may hang
+        self.group: Optional[ProcessGroup] = None  # once start() made or adopted one
+        self.watcher: Optional[Watcher] = None  # while a process group may hang
+        self.recorder: Optional[JobRecorder] = None  # the flight recorder's dumps of this job, under a group
         self.guard = InterruptGuard(close_at_exit)
 
     def undo(self) -> Optional[Teardown]:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, ContextManager, Iterator, List, Optional, Sequence
 
 from bootstrap.core import presets
 from bootstrap.doors.masking import masked_text
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 FALLBACK_CONFIG = "bootstrap_doctor"  # the doctor's primary config when the package has none (a wheel)
 
@@ -30,7 +33,7 @@ def running() -> bool:
     return GlobalHydra.instance().is_initialized()
 
 
-def context(config_dir: Optional[Path] = None, job_name: str = "bootstrap"):
+def context(config_dir: Optional[Path] = None, job_name: str = "bootstrap") -> ContextManager[None]:
     """A temporary Hydra context (a ``with`` block) searching ``config_dir`` first, then the search
     path plugins (our presets); with ``config_dir`` None, only those and Hydra's ConfigStore."""
     from hydra import initialize, initialize_config_dir
@@ -41,7 +44,7 @@ def context(config_dir: Optional[Path] = None, job_name: str = "bootstrap"):
 
 
 def preset(name: str, key: str, overrides: Sequence[str] = (), group: Optional[str] = None,
-           config_name: Optional[str] = None):
+           config_name: Optional[str] = None) -> DictConfig:
     """The preset ``name`` composed into the node ``key`` (from ``group``, by default the one that
     fills ``key``), ``overrides`` on top, on ``config_name`` (None: an empty primary config).
 

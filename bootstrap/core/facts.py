@@ -19,11 +19,12 @@ from __future__ import annotations
 import functools
 import os
 import re
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from bootstrap.doors.masking import masked, masked_override
 from bootstrap.doors.outbound import visible
-from bootstrap.doors.records import Report
+from bootstrap.doors.records import PROCESS, Report
+from bootstrap.doors.typed import Section
 
 SECTIONS = ("versions", "variables", "threads", "launch", "preset", "seeds", "torch", "lint", "preflight")
 ALWAYS_DIFFERS = "always_differs"
@@ -32,6 +33,8 @@ INHERITED = "inherited"  # the source shown for a variable the job found set and
 # Facts a preview (``bootstrap doctor``) cannot know: no comparison was made, no group exists yet.
 NOT_IN_PREVIEW = (("launch", "agreement"), ("torch", "distributed debug level (effective)"),
                   ("seeds", "generators"),  # seeded only when the job starts
+                  # what the task did, seen at job end: its own seeding and thread count (Lightning does both)
+                  ("seeds", "task_seed"), ("threads", "intra_op at end"),
                   *(("preflight", key) for key in ("status", "median TFLOP/s", "slowest rank", "bus bandwidth GB/s",
                                                    "network", "findings", "note")))  # measured at job start
 
@@ -47,12 +50,17 @@ def text(value: Any, depth: int = 0) -> Optional[str]:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, Section):  # a report's section (distributed.hang): its fields, as in the JSON
+        value = value.to_json()
     if isinstance(value, (list, tuple, dict)) and depth >= MAX_DEPTH:
         return "..."
     if isinstance(value, (list, tuple)):
         if not value:
             return None  # nothing listed reads as unset, not as a blank
-        return ", ".join(str(text(item, depth + 1)) for item in value)
+        try:
+            return ", ".join(value)  # a list of text (GPU names) as it is: what text() makes of each item
+        except TypeError:  # an item that is not text
+            return ", ".join(str(text(item, depth + 1)) for item in value)
     if isinstance(value, dict):
         return ", ".join(f"{key}={text(item, depth + 1)}" for key, item in value.items())
     return str(value)
@@ -60,6 +68,8 @@ def text(value: Any, depth: int = 0) -> Optional[str]:
 
 def shown(name: str, value: Any) -> Optional[str]:
     """A fact's value as it is compared and shown: masked by its name and its shape, then visible."""
+    if type(value) is str:  # most facts: no conversion (a sweep summary shows 10,000 jobs' facts)
+        return _shown(str(name), value)
     as_text = text(value)
     return None if as_text is None else _shown(str(name), as_text)
 
@@ -84,6 +94,13 @@ def _versions(report: Report) -> Dict[str, str]:
 def _fingerprint(report: Report) -> Dict[str, str]:
     agreement = report.distributed.agreement
     return agreement.fingerprint if agreement is not None else {}
+
+
+def set_by_process(report: Report) -> List[str]:
+    """The variables the job's own process set for itself before the job started (source ``process``: an
+    import such as ``import lightning``, or the app's code). Not the shell's: a preview, which runs neither,
+    has none of them."""
+    return [name for name, var in report.vars.items() if var.source == PROCESS]
 
 
 def _inherited(report: Report) -> Dict[str, str]:
@@ -203,10 +220,11 @@ def facts(report: Report, run_dir: Optional[os.PathLike] = None) -> Facts:
 
 def environment(report: Report) -> Dict[str, str]:
     """What the job found rather than chose: versions, hardware and inherited variables (those from the
-    shell, and known variables set that no override, preset or launcher of the job's own set)."""
+    shell or set by the process itself, and known variables set that no override, preset or launcher of the
+    job's own set)."""
     found = report.found
     versions = {key: value for key, value in _versions(report).items() if key != "device"}  # the preset's choice
     hardware = _present([("CPUs", found.cpus), ("usable CPUs", found.cpus_usable),
                          ("CPU affinity", found.cpu_affinity)])
-    shell = _present((name, var.value) for name, var in report.vars.items() if var.source == "shell")
+    shell = _present((name, var.value) for name, var in report.vars.items() if var.source in ("shell", PROCESS))
     return {**versions, **hardware, **shell, **_inherited(report)}

@@ -7,6 +7,7 @@ both find the preset and the overrides the same way.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -24,7 +25,8 @@ def typed_overrides(config: DictConfig) -> List[str]:
     ``${oc.env:HF_TOKEN}``, or an error for ``${.lr}``."""
     def listed(key: str) -> List[str]:
         node = OmegaConf.select(config, key, default=None)
-        return [str(o) for o in OmegaConf.to_container(node, resolve=False)] if node is not None else []
+        items = OmegaConf.to_container(node, resolve=False) if node is not None else None
+        return [str(o) for o in items] if isinstance(items, list) else []
 
     # Hydra files overrides of `hydra.*` keys apart, the callback form's among them
     # (`+env@hydra.callbacks.bootstrap.env=h100`, `hydra.callbacks.bootstrap.env.threads.intra_op=1`).
@@ -132,6 +134,8 @@ def remember_secrets(config: DictConfig) -> None:
         tree = OmegaConf.to_container(config, resolve=False)
     except Exception:  # noqa: BLE001 - a config OmegaConf cannot convert: the preset's checks still run
         return
+    if not isinstance(tree, dict):  # a DictConfig's is
+        return
     tree.pop("hydra", None)
     visit(tree, "", "")
 
@@ -174,7 +178,11 @@ def preview(config: DictConfig) -> Tuple[Report, list]:
                            f"or '{presets.choose_override(presets.CALLBACK_KEY, presets.CPU_PRESET)}' for an app whose "
                            "primary config is a dataclass.")
     session = Session(**session_args(config))
-    return session.preview(), verdict.of_preview(session)
+    environ_now = {**os.environ, **{k: str(v) for k, v in session.env_set.items()}}
+    preview, plan = session.preview(), session.plan
+    assert plan is not None  # preview() made it
+    return preview, verdict.of_preview(session.preset, plan, environ_now, session.name, session.cpu_override,
+                                       session.named)
 
 
 def measure_preflight(config: DictConfig) -> Report:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Collection, Dict, Mapping, Optional, Tuple
+from typing import Any, Collection, Dict, Mapping, Optional, Sequence, Tuple
 
 from bootstrap.core.schema import (
     AUTO,
@@ -26,7 +26,7 @@ from bootstrap.core.schema import (
 )
 from bootstrap.distributed import mesh, seeding
 from bootstrap.distributed.launcher import Launch, exported_by_launcher
-from bootstrap.doors.errors import PRESET, ConfigError
+from bootstrap.doors.errors import PRESET_KEY, ConfigError
 from bootstrap.variables import environ
 from bootstrap.variables.readers import ProcessState
 
@@ -96,6 +96,7 @@ def make_plan(
     launcher_cpus: Optional[int] = None,
     cpus_are_own: bool = False,
     output_dir: Optional[str] = None,
+    by_process: Mapping[str, str] = {},  # noqa: B006 - read only
 ) -> Plan:
     """The plan for ``preset`` in this process. Raises ConfigError naming ``env.<field>`` on bad input.
 
@@ -103,6 +104,9 @@ def make_plan(
     ``explicit_vars`` names the variables given as ``env.vars.NAME=...`` on the command line.
     ``cpus``: the CPUs this process may run on; ``launcher_cpus``: its launcher's (None: the same),
     ``cpus_are_own``: given to this worker alone (see :func:`ranks_sharing_cpus`).
+    ``by_process``: the variables the process set for itself before the job started, and who set them
+    (``bootstrap.core.process_vars``): their source is ``process``, and a known one the preset does not set
+    is recorded too.
     """
     dist = preset.distributed
     # A framework that starts its own ranks (Lightning) makes the group itself, later.
@@ -120,18 +124,21 @@ def make_plan(
     recorder = dist.flight_recorder
     distributed = create_group or launch.world_size > 1
     if distributed and launch.port_problem:
-        raise ConfigError(f"{PRESET}.distributed: {launch.port_problem}")
+        raise ConfigError(f"{PRESET_KEY}.distributed: {launch.port_problem}")
     if create_group and launch.world_size > 1 and launch.master_port is None:  # the rendezvous needs one
-        raise ConfigError(f"{PRESET}.distributed: {launch.launcher.value}: a world of {launch.world_size} ranks needs "
-                          "a rendezvous port, and none is set. Export MASTER_PORT=<a free port> for every rank, or "
-                          f"set {PRESET}.distributed.master_port.")
+        raise ConfigError(f"{PRESET_KEY}.distributed: {launch.launcher.value}: a world of {launch.world_size} ranks "
+                          "needs a rendezvous port, and none is set. Export MASTER_PORT=<a free port> for every rank, "
+                          f"or set {PRESET_KEY}.distributed.master_port.")
     dump_dir = (recorder.dump_dir or output_dir) if recorder.enabled and distributed else None
     nccl_log = _nccl_log_vars(preset, {**environ_now, **requested_vars}, output_dir if distributed else None)
     derived = {n: environ.normalize(n, v)
                for n, v in {**_derived_vars(preset, threads, distributed, dump_dir), **nccl_log}.items()}
     decisions = environ.plan_vars({**derived, **requested_vars},  # the preset's own entries win over derived ones
                                   environ_now, env_set, explicit_vars, state,
-                                  by_launcher={name: launch.launcher.value for name in by_launcher})
+                                  by_launcher={name: launch.launcher.value for name in by_launcher},
+                                  by_process=by_process)
+    # a launcher's own value (Ray's OMP_NUM_THREADS, set in the worker's process) is the launcher's, not the process's
+    decisions += _found_set_by_process(by_process, environ_now, {d.name for d in decisions} | set(by_launcher))
     _check_buffer_sizes(decisions)
     global_seed = None
     if preset.seed is not None:
@@ -143,6 +150,17 @@ def make_plan(
         data_seed=seeding.data_seed(preset.seed, launch.rank, preset.seed_offset is SeedOffset.rank),
         nccl_log_dir=output_dir if nccl_log else None,
     )
+
+
+def _found_set_by_process(by_process: Mapping[str, str], environ_now: Mapping[str, str],
+                          planned: Collection[str]) -> list:
+    """The known variables (those ranks are compared on) that the process set for itself and the plan does not set."""
+    if not by_process:  # the usual case: the table of known names stays unloaded
+        return []
+    from bootstrap.variables.difference_kinds import known_set
+
+    found = known_set({name: environ_now[name] for name in by_process if name in environ_now and name not in planned})
+    return environ.process_decisions({name: by_process[name] for name in found}, environ_now)
 
 
 def torch_values(settings: TorchSettings) -> Dict[str, Any]:
@@ -196,9 +214,9 @@ def _threads(preset: EnvConfig, environ_now: Mapping[str, str], command_line_omp
     else:
         user_omp = environ_now.get("OMP_NUM_THREADS")
     intra = check_thread_count(resolve_threads(preset.threads.intra_op, cpus, sharing, user_omp),
-                               f"{PRESET}.threads.intra_op", machine_cpus)
+                               f"{PRESET_KEY}.threads.intra_op", machine_cpus)
     inter = check_thread_count(resolve_threads(preset.threads.inter_op, cpus, sharing),
-                               f"{PRESET}.threads.inter_op", machine_cpus)
+                               f"{PRESET_KEY}.threads.inter_op", machine_cpus)
     # For one process, ``auto`` is what libgomp picks anyway, and exporting it would hide the
     # variable's absence from frameworks that divide the CPUs among the processes they start
     # (Lightning's DDP, torchrun: both set OMP_NUM_THREADS only where it is unset).
@@ -212,18 +230,19 @@ def _threads(preset: EnvConfig, environ_now: Mapping[str, str], command_line_omp
 FR_SIZE_VARS = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 
 
-def _check_buffer_sizes(decisions) -> None:
+def _check_buffer_sizes(decisions: Sequence[environ.VarDecision]) -> None:
     """torch parses the flight recorder's size with std::stoi: 'abc' aborts or hangs the first process
     group, '-5' keeps every collective forever. Refuse such a value, wherever it came from."""
     for d in decisions:
         if d.name in FR_SIZE_VARS and not d.value.strip().isdigit():
-            where = f"the {d.source}" if d.source in ("shell", "env_set") else f"{PRESET}.vars.{d.name}"
+            where = f"the {d.source}" if d.source in environ.USERS else f"{PRESET_KEY}.vars.{d.name}"
             raise ConfigError(f"{d.name}={d.value!r} (from {where}) is not a count of collectives: torch would abort "
                               f"or hang at the first process group. Use a count such as 2000, or set "
-                              f"{PRESET}.distributed.flight_recorder.buffer_size.")
+                              f"{PRESET_KEY}.distributed.flight_recorder.buffer_size.")
 
 
-def _nccl_log_vars(preset: EnvConfig, environ_now: Mapping[str, str], output_dir: Optional[str]) -> Dict[str, str]:
+def _nccl_log_vars(preset: EnvConfig, environ_now: Mapping[str, Optional[str]],
+                   output_dir: Optional[str]) -> Dict[str, str]:
     """NCCL's own start-up lines into the job's directory, for the preflight check to read the network NCCL
     chose: only when the preset expects one, NCCL makes the group, and neither the user nor the preset's vars set
     NCCL_DEBUG or NCCL_DEBUG_FILE (``environ_now`` holds both: theirs wins, and NCCL's lines go where they said)."""

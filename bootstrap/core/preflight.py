@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from bootstrap.core.plan import Plan
 from bootstrap.core.schema import EnvConfig
 from bootstrap.doors import records
 from bootstrap.preflight.request import PREFIX, Floors, Request, message, planned, skipped_because, stops
+
+if TYPE_CHECKING:  # (it imports torch's helpers: imported where used)
+    from bootstrap.distributed.group import ProcessGroup
 
 _checks = [0]  # checks made by this process: each job of a one-process sweep checks again, in the same order
 
@@ -29,7 +32,8 @@ def _budget(preset: EnvConfig) -> float:
     return min(preset.preflight.seconds, preset.distributed.timeout_s)
 
 
-def request(preset: EnvConfig, plan: Plan, device: str, group: Any, key: str, always: bool = False) -> Request:
+def request(preset: EnvConfig, plan: Plan, device: str, group: Optional[ProcessGroup], key: str,
+            always: bool = False) -> Request:
     from bootstrap.core.agreement import host, run_key
     from bootstrap.distributed.group import GroupState
 
@@ -49,7 +53,8 @@ def request(preset: EnvConfig, plan: Plan, device: str, group: Any, key: str, al
         store_key=run_key(os.environ, launch, _checks[0], PREFIX), key=key, always=always)
 
 
-def run(preset: EnvConfig, plan: Plan, device: str, group: Any, key: str, always: bool = False) -> records.Preflight:
+def run(preset: EnvConfig, plan: Plan, device: str, group: Optional[ProcessGroup], key: str, always: bool = False
+        ) -> records.Preflight:
     """This rank's check (see :mod:`bootstrap.preflight.check`); a skipped one loads none of it."""
     wanted = request(preset, plan, device, group, key, always)
     if skipped_because(wanted):
@@ -57,15 +62,6 @@ def run(preset: EnvConfig, plan: Plan, device: str, group: Any, key: str, always
     from bootstrap.preflight import check
 
     return check.run(wanted)
-
-
-def attach(report: records.Report, record: Optional[records.Preflight]) -> None:
-    """The check's record into the job's; its time apart from the bootstrap's own start-up time."""
-    report.preflight = record
-    if record is not None and record.seconds is not None:
-        report.timings.preflight_s = record.seconds
-        if report.timings.bootstrap_s is not None:
-            report.timings.bootstrap_s = round(max(0.0, report.timings.bootstrap_s - record.seconds), 4)
 
 
 def refusal(record: records.Preflight, key: str) -> Optional[str]:

@@ -12,7 +12,10 @@ import enum
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bootstrap.core.schema import EnvConfig
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"  # this checkout's conf/ (a link), or the wheel's copy
 PRESET_DIR = CONF_DIR / "env"
@@ -43,7 +46,7 @@ def group_for(key: str) -> str:
     return ALIAS_GROUP if key == ALIAS_GROUP else GROUP
 
 
-def digest(preset: Any) -> str:
+def digest(preset: EnvConfig) -> str:
     """sha256 of a validated preset (``schema.EnvConfig``), secret values masked: two ranks, or two runs,
     with the same digest ran the same preset. A secret is compared by the rank agreement, never hashed here:
     a long-lived report must not let anyone test a guess at it."""

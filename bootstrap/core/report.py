@@ -1,47 +1,37 @@
 """The job's record, ``bootstrap.json``: built from (plan, what was found, what happened). Pure.
 
-:func:`build` makes the typed :class:`~bootstrap.doors.records.Report` at job start;
-:func:`record_end` adds what the task did (a group a framework made, a re-seed, its own
-thread count) and :func:`finish` how the job ended. Like Hydra's ``JobReturn``, a job's end
-is a :class:`JobStatus`. Variable values and overrides are masked here (:mod:`bootstrap.doors.masking`);
+:func:`build` makes the typed :class:`~bootstrap.doors.records.Report` at job start (the ranks'
+agreement and the preflight check included); :func:`end` writes, in one call, everything a
+:class:`JobEnd` holds: how the job ended (like Hydra's ``JobReturn``, a
+:class:`~bootstrap.doors.statuses.JobStatus`), the task's metrics and error, what the task did (a group
+a framework made, a re-seed, its own thread count), the flight recorder's findings and the group's teardown.
+Variable values and overrides are masked here (:mod:`bootstrap.doors.masking`);
 the session writes the report through :mod:`bootstrap.doors.outbound`, which cleans every text
 again on its way out (the task's own error included).
 
-**Whatever the task returns, the job ends recorded.** :func:`metrics_from` turns the return
-value into metrics without ever raising: a container that holds itself, nesting past
-:data:`MAX_DEPTH`, an integer too large for a float, an object whose conversion raises, a
-key that cannot be shown and anything past :data:`MAX_METRICS` go to ``job.metrics_skipped``
-with the reason.
+**Whatever the task returns, the job ends recorded**: its return value becomes metrics through
+:func:`bootstrap.core.metrics.metrics_from`, which never raises.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
+import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Set, Tuple
 
+from bootstrap.core.metrics import metrics_from
 from bootstrap.core.plan import Plan
 from bootstrap.core.versions import Check, Found
-from bootstrap.distributed.group import GroupState
 from bootstrap.doors import outbound, records
 from bootstrap.doors.masking import masked, masked_override
-from bootstrap.doors.records import REPORT_NAME, SCHEMA_VERSION, Report, report_name  # noqa: F401 - their old home
-from bootstrap.doors.textenum import TextEnum
+from bootstrap.doors.records import SCHEMA_VERSION, Report
+from bootstrap.doors.statuses import GroupState, JobStatus, Teardown
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # env=auto's module (and the compose it needs) loads only in a job that chose env=auto
     from bootstrap.core.auto import Choice
-
-
-class JobStatus(TextEnum):
-    """``job.status``: how a job ended, or that it is still running."""
-
-    RUNNING = "running"  # the job started; killed before it ended (SIGKILL), a report stays at this
-    COMPLETED = "completed"
-    FAILED = "failed"  # the task raised
-    CHECK_FAILED = "check_failed"  # a requirement failed with on_mismatch=error: the task did not run
-    INTERRUPTED = "interrupted"  # SIGTERM, Ctrl-C or exit before the job ended
-    PREVIEW = "preview"  # bootstrap doctor: worked out, nothing applied
+    from bootstrap.variables.lint import Machine
 
 
 @dataclass(frozen=True)
@@ -69,11 +59,18 @@ class Applied:
 
 def build(job: JobInfo, plan: Plan, device: str, found: Found,
           checks: Sequence[Check], applied: Optional[Applied], warnings: Sequence[str], bootstrap_s: float,
-          status: JobStatus = JobStatus.RUNNING, lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> Report:
+          status: JobStatus = JobStatus.RUNNING, lint: Sequence[Any] = (), started_ns: Optional[int] = None,
+          agreement: Optional[records.Agreement] = None, preflight: Optional[records.Preflight] = None,
+          machine: Optional[Machine] = None) -> Report:
     """The report at job start. ``applied`` is None when nothing was applied (a preview, a failed check);
     ``lint`` holds the variable lint's findings (``bootstrap.variables.lint.Finding``); ``started_ns`` is
-    ``time.time_ns()`` when the job's bootstrap started (None in a preview)."""
+    ``time.time_ns()`` when the job's bootstrap started (None in a preview). The preflight check's time is
+    reported apart from the bootstrap's own (``timings.preflight_s``). ``machine``: a variable for hardware it
+    lacks is not ``effective``, by the verdict that makes the lint's ``hardware`` finding; None: not judged."""
     launch = plan.launch
+    preflight_s = preflight.seconds if preflight is not None else None
+    if preflight_s is not None:
+        bootstrap_s = max(0.0, bootstrap_s - preflight_s)
     return Report(
         schema_version=SCHEMA_VERSION,
         preset=job.preset,
@@ -89,9 +86,7 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
             cpus=found.cpus, cpus_usable=found.cpus_usable, cpu_affinity=found.cpu_affinity),
         checks=[records.Check(name=c.name, required=c.required, found=c.found, ok=c.ok) for c in checks],
         lint=[records.LintFinding(**finding.as_dict()) for finding in lint],
-        vars={d.name: records.Var(value=masked(d.name, d.value), source=d.source, effective=d.effective, note=d.note,
-                                  withheld=d.withheld)
-              for d in plan.vars},
+        vars={d.name: _var(d, machine) for d in plan.vars},
         threads=records.Threads(
             # In effect once applied; until then (a preview, a failed check) what would be.
             intra_op=applied.intra_op if applied else plan.threads.intra_op,
@@ -102,41 +97,89 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
         distributed=records.Distributed(
             **launch.as_dict(),
             backend=applied.backend if applied else None,
-            process_group=(applied.group if applied else GroupState.NONE).value,
+            process_group=applied.group if applied else GroupState.NONE,
             teardown=None,  # set at job end
             mesh=dict(plan.mesh) if applied and applied.mesh else None,
             group_at_end=None,  # set at job end: the group in use then, whoever made it
-            hang=None),  # set when the job failed or was stopped under a group: the dumps, what they show
+            hang=None,  # set when the job failed or was stopped under a group: the dumps, what they show
+            agreement=agreement),
         seed=records.Seed(value=plan.seed, global_seed=plan.global_seed,
                           generators=list(applied.seeded) if applied else [], data_seed=plan.data_seed,
                           task_seed=None),
+        preflight=preflight,
         warnings=list(warnings),
-        timings=records.Timings(bootstrap_s=round(bootstrap_s, 6), started_ns=started_ns),
-        job=records.Job(num=job.num, status=JobStatus(status).value, metrics=None),
+        timings=records.Timings(bootstrap_s=round(bootstrap_s, 6), started_ns=started_ns,
+                                preflight_s=round(preflight_s, 4) if preflight_s is not None else None),
+        job=records.Job(num=job.num, status=JobStatus(status), metrics=None),
     )
 
 
-def record_end(report: Report, *, group_at_end: Optional[Mapping[str, Any]], intra_op_now: Optional[int],
-               task_seed: Optional[int]) -> None:
-    """What the task did that the report must show: the group in use at the end (a framework's too,
-    as ``bootstrap.distributed.group_in_use`` gives it), the task's own thread count and a re-seed
-    (``None``: it did not)."""
-    report.distributed.group_at_end = records.GroupAtEnd.from_json(group_at_end) if group_at_end else None
-    if intra_op_now is not None and intra_op_now != report.threads.intra_op:
-        report.threads.intra_op_at_end = intra_op_now  # e.g. Lightning set its own count
-    if task_seed is not None:
-        report.seed.task_seed = task_seed
+def _var(decision: Any, machine: Any) -> records.Var:
+    """One entry of ``vars``: the plan's decision, and whether it matters on this machine's hardware at all."""
+    gap = None
+    if machine is not None:
+        from bootstrap.variables.lint import hardware_gap
+
+        gap = hardware_gap(decision.name, machine)
+    idle = gap.why if gap is not None and gap.does_nothing else ""
+    return records.Var(value=masked(decision.name, decision.value), source=decision.source,
+                       effective=decision.effective and not idle, note=decision.note, withheld=decision.withheld,
+                       does_nothing_here=idle)
+
+
+@dataclass
+class JobEnd:
+    """Everything the record's end holds, written by :func:`end` in one call. ``None``: not known (a start
+    refused before the task ran knows only its status and error)."""
+
+    status: JobStatus
+    metrics: Any = None  # the task's return value (see metrics_from)
+    error: Any = None  # the task's exception or message
+    group_at_end: Optional[Mapping[str, Any]] = None  # as bootstrap.distributed.group_in_use gives it
+    intra_op_now: Optional[int] = None  # the task's own thread count (Lightning sets one)
+    task_seed: Optional[int] = None  # torch's seed at the end, when the task re-seeded
+    hang: Optional[records.Hang] = None  # what the flight recorder's dumps show, after a failure under a group
+    teardown: Optional[Teardown] = None  # what became of the group
 
 
 MAX_ERROR_CHARS = 20_000  # the task's message in job.error; a longer one is cut (reports are read by every summary)
 
 
-def finish(report: Report, status: JobStatus, metrics: Any = None, error: Any = None) -> None:
-    """How the job ended; ``metrics`` is the task's return value (see :func:`metrics_from`). Never raises
-    for what the task returned or raised: the record must end."""
-    values, skipped = metrics_from(metrics)
-    report.job = records.Job(num=report.job.num, status=JobStatus(status).value, metrics=values,
+def end(report: Report, job_end: JobEnd) -> None:
+    """How the job ended, and what the task did that the report must show. Never raises for what the task
+    returned or raised: the record must end."""
+    values, skipped = metrics_from(job_end.metrics)
+    error = job_end.error
+    report.job = records.Job(num=report.job.num, status=JobStatus(job_end.status), metrics=values,
                              metrics_skipped=skipped, error=None if error is None else error_text(error))
+    group_at_end = job_end.group_at_end
+    report.distributed.group_at_end = records.GroupAtEnd.from_json(group_at_end) if group_at_end else None
+    if job_end.intra_op_now is not None and job_end.intra_op_now != report.threads.intra_op:
+        report.threads.intra_op_at_end = job_end.intra_op_now  # e.g. Lightning set its own count
+    if job_end.task_seed is not None:
+        report.seed.task_seed = job_end.task_seed
+    if job_end.hang is not None:
+        report.distributed.hang = job_end.hang
+    if job_end.teardown is not None:
+        report.distributed.teardown = job_end.teardown
+
+
+def error_line(error: Any) -> str:
+    """The error as one line, cleaned: it travels to the other ranks through the store."""
+    return outbound.clean(error_text(error), one_line=True)  # error_text: even when its __str__ raises
+
+
+_warned: Set[str] = set()
+
+
+def warn(warnings: List[str], message: Optional[str], once: bool = False) -> None:
+    """A warning into the report (``warnings``) and the log (``once``: logged once per process, not once per
+    job of a sweep)."""
+    if message:
+        warnings.append(message)
+        if not (once and message in _warned):
+            _warned.add(message)
+            log.warning("%s", message)
 
 
 def error_text(error: Any) -> str:
@@ -158,157 +201,13 @@ def error_text(error: Any) -> str:
     return text
 
 
-# -- the task's return value as metrics ------------------------------------------------------------
-MAX_METRICS = 1000  # a report is read by every summary and tune: a huge mapping must not make it huge
-MAX_SKIPPED = 100  # values named one by one in metrics_skipped; the rest are counted
-MAX_DEPTH = 16  # mappings nested deeper are not metrics anyone reads (and recursion must stay bounded)
-MAX_NAME = 200  # characters in a metric's name
-MAX_VALUES = 100_000  # values looked at in all: a mapping of millions (or one that never ends) is not read whole
-
-
-class _Metrics:
-    """What :func:`metrics_from` gathers, within the limits above."""
-
-    def __init__(self) -> None:
-        self.values: Dict[str, float] = {}
-        self.skipped: List[str] = []
-        self.uncounted = 0  # skipped past MAX_SKIPPED
-        self.seen = 0
-        self.cut = False  # stopped at MAX_VALUES
-        self.on_path: Set[int] = set()  # the mappings being visited: one met again holds itself
-
-    def skip(self, name: str, reason: str) -> None:
-        if len(self.skipped) < MAX_SKIPPED:
-            shown = name if len(name) <= MAX_NAME else name[:MAX_NAME] + "..."
-            self.skipped.append(f"{shown} ({reason})")
-        else:
-            self.uncounted += 1
-
-    def visit(self, name: str, item: Any, depth: int) -> None:
-        if self.seen >= MAX_VALUES:
-            self.cut = True
-            return
-        self.seen += 1
-        try:
-            is_mapping = isinstance(item, Mapping)
-        except Exception:  # noqa: BLE001 - an object whose __class__ raises
-            is_mapping = False
-        if is_mapping:
-            self.visit_mapping(name, item, depth)
-            return
-        if len(name) > MAX_NAME:
-            self.skip(name, f"a name longer than {MAX_NAME} characters")
-            return
-        number, reason = _as_number(item)
-        if number is None:
-            self.skip(name, reason)
-        elif len(self.values) >= MAX_METRICS and name not in self.values:
-            self.skip(name, f"past the limit of {MAX_METRICS} metrics in a report")
-        else:
-            self.values[name] = number
-
-    def visit_mapping(self, name: str, mapping: Mapping, depth: int) -> None:
-        shown = name or "return"
-        if id(mapping) in self.on_path:
-            self.skip(shown, "a mapping that holds itself")
-            return
-        if depth >= MAX_DEPTH:
-            self.skip(shown, f"nested deeper than {MAX_DEPTH} levels")
-            return
-        self.on_path.add(id(mapping))
-        try:
-            for key, inner in mapping.items():
-                if self.seen >= MAX_VALUES:
-                    self.cut = True
-                    break
-                key_text, why = _key_text(key)
-                if key_text is None:
-                    self.seen += 1
-                    self.skip(f"{name}/?" if name else "?", why)
-                else:
-                    self.visit(f"{name}/{key_text}" if name else key_text, inner, depth + 1)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as error:  # noqa: BLE001 - a mapping whose items() or iteration raises anything
-            self.skip(shown, f"its items could not be read: {type(error).__name__}")
-        finally:
-            self.on_path.discard(id(mapping))
-
-    def result(self) -> Tuple[Dict[str, float], List[str]]:
-        if self.uncounted:
-            self.skipped.append(f"{self.uncounted} more values not recorded (at most {MAX_SKIPPED} are named)")
-        if self.cut:
-            self.skipped.append(f"the rest of the return value was not read (more than {MAX_VALUES} values)")
-        return self.values, self.skipped
-
-
-def metrics_from(value: Any) -> Tuple[Dict[str, float], List[str]]:
-    """A task's return value as ``{name: float}``, and what was skipped (``"name (reason)"``). Never raises.
-
-    A number becomes ``{"return": value}``; a mapping is flattened with ``/`` between
-    nested keys; 0-d tensors and numpy scalars (anything with ``.item()`` giving a
-    number) become floats. Non-finite numbers are skipped: JSON has no NaN. So is what
-    cannot be converted, with the reason (the type's name for what is not a number), and
-    what lies past the limits (:data:`MAX_METRICS`, :data:`MAX_DEPTH`, :data:`MAX_NAME`).
-    A tuple or list of numbers (a multi-objective sweep's return, Optuna's ``direction`` list)
-    becomes ``return/0``, ``return/1``, ….
-    """
-    if value is None:
-        return {}, []
-    gathered = _Metrics()
-    try:
-        is_mapping = isinstance(value, Mapping)
-        objectives = type(value) in (tuple, list) and 0 < len(value) <= MAX_OBJECTIVES
-    except Exception:  # noqa: BLE001 - an object whose __class__ raises
-        is_mapping = objectives = False
-    if objectives:
-        for index, item in enumerate(value):
-            gathered.visit(f"return/{index}", item, 1)
-    else:
-        gathered.visit("" if is_mapping else "return", value, 0)
-    return gathered.result()
-
-
-MAX_OBJECTIVES = 32  # a returned tuple longer than this is data, not a sweeper's objectives
-
-
-def _key_text(key: Any) -> Tuple[Optional[str], str]:
-    """A mapping key as part of a metric's name, or None and why it cannot be one."""
-    if type(key) is str:
-        return key, ""
-    try:
-        return str(key), ""
-    except KeyboardInterrupt:
-        raise
-    except BaseException as error:  # noqa: BLE001 - a 5000-digit int (ValueError), a __str__ that raises anything
-        return None, f"a key of type {type(key).__name__} that cannot be shown: {type(error).__name__}"
-
-
-def _as_number(item: Any, inside: bool = False) -> Tuple[Optional[float], str]:
-    """``item`` as a finite float, or None and the reason it is not one."""
-    kind = type(item).__name__
-    try:
-        if isinstance(item, bool):
-            return None, kind  # a flag, not a measurement
-        if isinstance(item, numbers.Real):  # numpy registers its scalar types here too
-            number = float(item)
-        else:
-            ndim = getattr(item, "ndim", None)
-            if inside or type(ndim) is not int or ndim != 0 or not callable(getattr(item, "item", None)):
-                return None, kind
-            inner = item.item()  # a 0-d tensor or array
-            if hasattr(inner, "ndim"):
-                return None, kind
-            return _as_number(inner, inside=True)
-    except OverflowError:
-        return None, f"{kind} too large for a float"
-    except KeyboardInterrupt:  # the user's Ctrl-C, not the value's
-        raise
-    except BaseException as error:  # noqa: BLE001 - the task's own types: __float__, __index__ or item() raise anything
-        return None, f"{kind} that could not be converted: {type(error).__name__}"
-    if not math.isfinite(number):
-        return None, str(number)
-    return number, ""
+def effect(var: records.Var) -> str:
+    """The log table's ``effective`` column: yes, children only, not set (withheld), or why it does nothing here."""
+    if var.does_nothing_here:
+        return outbound.shown(f"no: {var.does_nothing_here}")
+    if var.withheld:
+        return "not set"
+    return "yes" if var.effective else "children only"
 
 
 def format_table(report: Report) -> str:
@@ -316,7 +215,7 @@ def format_table(report: Report) -> str:
     rows = [("variable", "value", "source", "effective")]
     for name, v in report.vars.items():  # each row one line, whatever a value holds
         rows.append((outbound.shown(name, limit=80), outbound.shown(v.value, name=name), outbound.shown(v.source),
-                     "yes" if v.effective else "children only"))
+                     effect(v)))
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     failed = [c.name for c in report.checks if not c.ok]

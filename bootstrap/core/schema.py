@@ -15,11 +15,11 @@ import functools
 import math
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union, cast
 
 from bootstrap.core import presets
 from bootstrap.doors import outbound
-from bootstrap.doors.errors import PRESET, ConfigError
+from bootstrap.doors.errors import PRESET_KEY, ConfigError
 from bootstrap.variables.lint import LintPolicy  # the lint's own enum: variables/ sits below core/
 
 AUTO = "auto"
@@ -173,29 +173,29 @@ def validate(preset: EnvConfig) -> EnvConfig:
         value = getattr(preset.threads, name)
         if value != AUTO and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
             raise ConfigError(
-                f"{PRESET}.threads.{name}={value!r} is not a thread count. "
-                f"Use a positive integer ({PRESET}.threads.{name}=2) or {PRESET}.threads.{name}=auto."
+                f"{PRESET_KEY}.threads.{name}={value!r} is not a thread count. "
+                f"Use a positive integer ({PRESET_KEY}.threads.{name}=2) or {PRESET_KEY}.threads.{name}=auto."
             )
     if preset.seed is not None and not 0 <= preset.seed < 2**32:
         raise ConfigError(
-            f"{PRESET}.seed={preset.seed} is out of range. Use an integer in [0, 2**32), e.g. {PRESET}.seed=0."
+            f"{PRESET_KEY}.seed={preset.seed} is out of range. Use an integer in [0, 2**32), e.g. {PRESET_KEY}.seed=0."
         )
     dist = preset.distributed
     if not is_timeout(dist.timeout_s):
-        raise ConfigError(f"{PRESET}.distributed.timeout_s={dist.timeout_s} must be positive and at most "
-                          f"{MAX_TIMEOUT_S} (a year), e.g. {PRESET}.distributed.timeout_s=600.")
+        raise ConfigError(f"{PRESET_KEY}.distributed.timeout_s={dist.timeout_s} must be positive and at most "
+                          f"{MAX_TIMEOUT_S} (a year), e.g. {PRESET_KEY}.distributed.timeout_s=600.")
     bad_dims = {name: size for name, size in dist.mesh.items()
                 if isinstance(size, bool) or not isinstance(size, int) or (size != -1 and size < 1)}
     if bad_dims:
-        raise ConfigError(f"{PRESET}.distributed.mesh: sizes must be positive or -1 (inferred), got {bad_dims}. "
-                          f"E.g. {PRESET}.distributed.mesh={{dp: -1}}.")
+        raise ConfigError(f"{PRESET_KEY}.distributed.mesh: sizes must be positive or -1 (inferred), got {bad_dims}. "
+                          f"E.g. {PRESET_KEY}.distributed.mesh={{dp: -1}}.")
     recorder = dist.flight_recorder
     if recorder.enabled and not 0 < recorder.buffer_size <= MAX_FR_BUFFER:
-        raise ConfigError(f"{PRESET}.distributed.flight_recorder.buffer_size={recorder.buffer_size} must be a count of "
-                          f"collectives in [1, {MAX_FR_BUFFER}], e.g. 2000; or set "
-                          f"{PRESET}.distributed.flight_recorder.enabled=false.")
+        raise ConfigError(f"{PRESET_KEY}.distributed.flight_recorder.buffer_size={recorder.buffer_size} must be a "
+                          f"count of collectives in [1, {MAX_FR_BUFFER}], e.g. 2000; or set "
+                          f"{PRESET_KEY}.distributed.flight_recorder.enabled=false.")
     if dist.master_port is not None and not 0 < dist.master_port < 65536:
-        raise ConfigError(f"{PRESET}.distributed.master_port={dist.master_port} is not a TCP port (1-65535).")
+        raise ConfigError(f"{PRESET_KEY}.distributed.master_port={dist.master_port} is not a TCP port (1-65535).")
     _validate_preflight(preset.preflight, dist.timeout_s)
     req = preset.requires
     for name in ("python", "torch", "cuda", "nccl"):
@@ -206,19 +206,19 @@ def validate(preset: EnvConfig) -> EnvConfig:
             SpecifierSet(spec)
         except InvalidSpecifier:
             raise ConfigError(
-                f"{PRESET}.requires.{name}={spec!r} is not a version specifier. "
-                f"Use packaging's syntax, e.g. {PRESET}.requires.{name}='>=2.1', or null for no requirement."
+                f"{PRESET_KEY}.requires.{name}={spec!r} is not a version specifier. "
+                f"Use packaging's syntax, e.g. {PRESET_KEY}.requires.{name}='>=2.1', or null for no requirement."
             ) from None
     if req.compute_capability is not None:
         try:
             Version(req.compute_capability)
         except InvalidVersion:
             raise ConfigError(
-                f"{PRESET}.requires.compute_capability={req.compute_capability!r} is not a version. "
-                f"Give the minimum as major.minor, e.g. {PRESET}.requires.compute_capability='8.0'."
+                f"{PRESET_KEY}.requires.compute_capability={req.compute_capability!r} is not a version. "
+                f"Give the minimum as major.minor, e.g. {PRESET_KEY}.requires.compute_capability='8.0'."
             ) from None
     if req.gpus is not None and req.gpus < 0:
-        raise ConfigError(f"{PRESET}.requires.gpus={req.gpus} is negative. Use a minimum count such as 1, or null.")
+        raise ConfigError(f"{PRESET_KEY}.requires.gpus={req.gpus} is negative. Use a minimum count such as 1, or null.")
     return preset
 
 
@@ -227,7 +227,7 @@ MAX_SIZES = 8  # message sizes per check
 
 
 def _validate_preflight(check: Preflight, timeout_s: int) -> None:
-    where = f"{PRESET}.preflight"
+    where = f"{PRESET_KEY}.preflight"
     for name in ("min_tflops", "min_busbw_gbps", "min_node_busbw_gbps"):
         value = getattr(check, name)
         if value is not None and not (math.isfinite(value) and value >= 0):
@@ -238,7 +238,7 @@ def _validate_preflight(check: Preflight, timeout_s: int) -> None:
                           f"the others' median is named), e.g. {where}.max_skew=2.")
     if not (math.isfinite(check.seconds) and 0 < check.seconds <= timeout_s):
         raise ConfigError(f"{where}.seconds={check.seconds} must be positive and at most "
-                          f"{PRESET}.distributed.timeout_s ({timeout_s}), e.g. {where}.seconds=5.")
+                          f"{PRESET_KEY}.distributed.timeout_s ({timeout_s}), e.g. {where}.seconds=5.")
     sizes = list(check.sizes_mb)
     if not 0 < len(sizes) <= MAX_SIZES or not all(math.isfinite(s) and 0 < s <= MAX_MESSAGE_MB for s in sizes):
         raise ConfigError(f"{where}.sizes_mb={sizes} must list 1 to {MAX_SIZES} message sizes in MB, each above 0 "
@@ -283,11 +283,11 @@ def check_keys(tree: Any) -> None:
 
     where, known = found
     parent, _, key = where.rpartition(".")
-    under = f"{PRESET}.{parent}" if parent else PRESET
+    under = f"{PRESET_KEY}.{parent}" if parent else PRESET_KEY
     nearest = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     hint = f" Did you mean {under}.{nearest[0]}?" if nearest else ""
-    raise ConfigError(f"{PRESET}.{outbound.shown(where)}: the preset has no such setting, so the job would ignore it "
-                      f"(a key added "
+    raise ConfigError(f"{PRESET_KEY}.{outbound.shown(where)}: the preset has no such setting, so the job would "
+                      f"ignore it (a key added "
                       f"with '+' is taken whatever its name).{hint} The settings under {under} are: "
                       f"{', '.join(known)}.")
 
@@ -305,12 +305,12 @@ def load(env_cfg: Any) -> EnvConfig:
         if not (isinstance(env_cfg, DictConfig) and OmegaConf.get_type(env_cfg) is EnvConfig):
             # Hydra already typed a preset that lists the schema; anything else is typed here.
             env_cfg = OmegaConf.merge(OmegaConf.structured(EnvConfig), env_cfg)
-        preset = OmegaConf.to_object(env_cfg)
+        preset = cast(EnvConfig, OmegaConf.to_object(env_cfg))  # a structured EnvConfig's object: an EnvConfig
     except OmegaConfBaseException as e:
         full_key = getattr(e, "full_key", None) or ""
         # A node cut from a whole job config (Hydra typed it in place) names its path there: drop it.
         rest = full_key[len(path):].lstrip(".") if path and full_key.startswith(path) else full_key
-        where = f"{PRESET}.{rest}" if rest else PRESET
+        where = f"{PRESET_KEY}.{rest}" if rest else PRESET_KEY
         raise ConfigError(f"{where}: {str(e).splitlines()[0]}") from None
     return validate(preset)
 
@@ -353,7 +353,7 @@ def _store_on_first_use(group: str, name: str, make: Any, provider: Optional[str
     class Deferred(ConfigNode):
         built: list = [None]  # a class per entry: its node, shared by the copies ConfigStore.load makes
 
-        @property  # type: ignore[override]
+        @property
         def node(self) -> Any:
             own = self.__dict__.get("own")  # a copy's own deep copy (ConfigStore.load sets it)
             if own is not None:
@@ -369,4 +369,6 @@ def _store_on_first_use(group: str, name: str, make: Any, provider: Optional[str
     folder = repo
     for part in group.split("/"):
         folder = folder.setdefault(part, {})
-    folder[f"{name}.yaml"] = Deferred(name=f"{name}.yaml", node=None, group=group, package=None, provider=provider)
+    # node: built on first load, by the property above
+    folder[f"{name}.yaml"] = Deferred(name=f"{name}.yaml", node=None,  # type: ignore[arg-type]
+                                      group=group, package=None, provider=provider)

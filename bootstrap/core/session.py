@@ -19,24 +19,31 @@ import signal
 import time
 from functools import wraps
 from pathlib import Path
-from typing import Any, Collection, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from bootstrap.core import active, agreement, preflight, presets, report, runtime, schema, verdict, versions
 from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan, make_plan
-from bootstrap.core.report import Applied, JobInfo, JobStatus
-from bootstrap.distributed import frameworks, launcher, seeding
+from bootstrap.core.process_vars import set_by_process
+from bootstrap.core.report import Applied, JobEnd, JobInfo, JobStatus
+from bootstrap.distributed import launcher, seeding
 from bootstrap.distributed.group import GroupState
 from bootstrap.distributed.group import in_use as group_in_use
 from bootstrap.doors import outbound, overrides, records
-from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, DisagreementError, PreflightError
+from bootstrap.doors.errors import PRESET_KEY, BootstrapError, ConfigError, DisagreementError, PreflightError
 from bootstrap.doors.records import Report
-from bootstrap.variables import environ, readers
+from bootstrap.variables import environ, lint, readers
+
+if TYPE_CHECKING:
+    from torch.distributed import Store
+
+    from bootstrap.core.auto import Choice
 
 log = logging.getLogger(__name__)
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
-def _naming_preset(method):
+def _naming_preset(method: _Method) -> _Method:
     """The boundary where an error's message names the preset as the job does (``self.key``): once."""
     @wraps(method)
     def named(self, *args, **kwargs):
@@ -46,7 +53,7 @@ def _naming_preset(method):
             error.under(self.key)
             raise
 
-    return named
+    return named  # type: ignore[return-value]  # with method's signature (functools.wraps)
 
 
 class Session:
@@ -81,18 +88,15 @@ class Session:
         self.report: Optional[Report] = None  # the job's record (bootstrap.json) once apply() has made it
         self.plan: Optional[Plan] = None
         self.launch: Optional[launcher.Launch] = None
-        self.resolved = None  # env=auto: the auto.Choice it made
+        self.resolved: Optional[Choice] = None  # env=auto: what it chose
         self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
-        self.data_seed = self.preset.seed
         self.preset_digest: Optional[str] = None  # presets.digest of the preset the plan was made from
         self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
-        self._recorder = None  # flightrec.JobRecorder, under a process group
-        self._changes: Optional[ProcessChanges] = None  # while applied
+        self._changes: Optional[ProcessChanges] = None  # while applied: what it changed, its group and recorder
         self._masking_logs = False  # holds outbound.MaskedLogs while applied
-        self._agreement = None  # records.Agreement: did the ranks start alike (set by apply())
-        self._preflight: Optional[records.Preflight] = None  # did every rank compute right and fast (apply())
         self.preflight_always = False  # measure even a lone process with no floor (bootstrap doctor --preflight)
 
+    data_seed = property(lambda self: self.plan.data_seed if self.plan else self.preset.seed)  # for the task's data
     rank = property(lambda self: self.launch.rank if self.launch else 0)
     local_rank = property(lambda self: self.launch.local_rank if self.launch else 0)
     world_size = property(lambda self: self.launch.world_size if self.launch else 1)
@@ -109,12 +113,12 @@ class Session:
     def __enter__(self) -> "Session":
         return self.apply()
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
         self.close(JobStatus.COMPLETED if exc is None else JobStatus.FAILED, error=exc)
 
     def named(self, text: Optional[str]) -> Optional[str]:
         """``text`` (a warning, a refusal) naming the preset as this job does."""
-        return text.replace(PRESET, self.key) if text is not None else None
+        return text.replace(PRESET_KEY, self.key) if text is not None else None
 
     @property
     def cpu_override(self) -> str:  # a mismatch's fix, as this job can say it
@@ -126,8 +130,8 @@ class Session:
         """How this process was started (torchrun, Lightning, submitit, srun or single). Reads the environment."""
         dist_cfg = self.preset.distributed
         try:
-            self.launch = launcher.detect(os.environ, frameworks.submitit_job(os.environ), dist_cfg.master_addr,
-                                          dist_cfg.master_port, group_exists=group_in_use())
+            self.launch = launcher.detect_running(os.environ, dist_cfg.master_addr, dist_cfg.master_port,
+                                                  group_exists=group_in_use())
         except ConfigError as error:
             raise ConfigError(f"{self.key}.distributed: {error}") from None
         return self.launch
@@ -139,16 +143,16 @@ class Session:
             # On a GPU this reads the compute capability, which creates the CUDA context before
             # the chosen preset's variables are set: CUDA_* ones then reach children only.
             self.preset, self.resolved = auto.resolve(self.key, self.job_overrides, versions.detect())
-            _warn(warnings, self.resolved.warning)
+            report.warn(warnings, self.resolved.warning)
         self.preset_digest = presets.digest(self.preset)  # once per job: the report and the ranks' comparison
         launch = self.launch or self.detect_launch()
         own_cpus = launch.row.own_cpus()
-        self.plan = make_plan(self.preset, environ_now=environ_now, env_set=self.env_set,
+        by_process = set_by_process(environ_now, self.env_set, launch, self.output_dir)
+        self.plan = make_plan(self.preset, environ_now=environ_now, env_set=self.env_set, by_process=by_process,
                               explicit_vars=self.explicit_vars, state=readers.current_state(),
                               cpus=own_cpus or versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
                               launcher_cpus=versions.launcher_cpus(), cpus_are_own=own_cpus is not None,
                               launch=launch, output_dir=str(self.output_dir) if self.output_dir else None)
-        self.data_seed = self.plan.data_seed
         return self.plan
 
     def _device(self, plan: Plan, found: versions.Found) -> Optional[str]:
@@ -161,26 +165,26 @@ class Session:
     def _job(self) -> JobInfo:
         return JobInfo(self.name, self.job_overrides, self.job_num, self.resolved, self.preset_digest)
 
-    def _lint(self, found: Optional[versions.Found] = None) -> list:
-        from bootstrap.variables import lint
-
-        return lint.for_preset(self.preset, found, platform.machine(), versions.openmp_runtimes)
+    def _machine(self, found: versions.Found) -> Optional[lint.Machine]:
+        """The hardware as both the lint and the report's ``effective`` judge it (``lint.hardware_gap``); None for a
+        preset that sets no variable, which the lint does not judge (and whose job loads no variable table)."""
+        return lint.machine_from(found, platform.machine(), versions.openmp_runtimes) if self.preset.vars else None
 
     @_naming_preset
     def preview(self) -> Report:
         """The report ``apply()`` would write, worked out without changing the process (``bootstrap doctor``).
 
         Hydra's ``env_set`` counts as already in the environment, as it is when a job starts."""
-        started, warnings = time.perf_counter(), []
+        started, warnings = time.perf_counter(), list[str]()
         plan = self._make_plan({**os.environ, **{k: str(v) for k, v in self.env_set.items()}}, warnings)
         found = versions.detect()
         checks = versions.check(self.preset.requires, found, plan.device_type)
         no_gpu = self._device(plan, found)
         warnings += [no_gpu] if no_gpu else []
-        preview = report.build(self._job(), plan, self.device, found, checks, None, warnings,
-                               time.perf_counter() - started, JobStatus.PREVIEW, self._lint(found))
-        preview.preflight = preflight.expected(self.preset)
-        return preview
+        machine, took = self._machine(found), time.perf_counter() - started
+        return report.build(self._job(), plan, self.device, found, checks, None, warnings, took, JobStatus.PREVIEW,
+                            lint.for_preset(self.preset, machine), preflight=preflight.expected(self.preset),
+                            machine=machine)
 
     # -- applying ----------------------------------------------------------------------------
     @_naming_preset
@@ -204,9 +208,9 @@ class Session:
             outbound.MaskedLogs.release()
 
     def _apply(self) -> None:
-        started, warnings = time.perf_counter(), []
+        started, warnings = time.perf_counter(), list[str]()
         started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
-        self._agreement = self._preflight = self.report = None  # this start's (a session may be applied again)
+        self.report = None  # this start's (a session may be applied again)
         plan = self._make_plan(os.environ, warnings)
         refused = verdict.before_apply(self.preset, plan, os.environ)  # the doctor's verdict too
         if refused:  # the lint's stops and values torch would refuse: nothing is applied yet
@@ -227,27 +231,27 @@ class Session:
             # creates the CUDA context, which reads CUDA_* variables.
             found = versions.detect()
             checks = versions.check(self.preset.requires, found, plan.device_type)
-            refused = verdict.after_checks(self.preset, self.name, checks, cpu_override=self.cpu_override)
-            if refused:
-                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, refused.message,
+            mismatch = verdict.after_checks(self.preset, self.name, checks, cpu_override=self.cpu_override)
+            if mismatch:
+                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, mismatch.message,
                              started_ns=started_ns)
-                raise refused.exception()
-            _warn(warnings, self.named(verdict.mismatch_warning(self.name, checks)))
-            _warn(warnings, self._device(plan, found))
+                raise mismatch.exception()
+            report.warn(warnings, self.named(verdict.mismatch_warning(self.name, checks)))
+            report.warn(warnings, self._device(plan, found))
             device = self.device
             intra, inter, inter_note = runtime.apply_settings(plan.torch, plan.threads.intra_op, plan.threads.inter_op)
-            _warn(warnings, inter_note, once=True)  # the same in every job of a one-process sweep
+            report.warn(warnings, inter_note, once=True)  # the same in every job of a one-process sweep
             backend, group_state = None, GroupState.NONE
             if plan.distributed:
                 from bootstrap.distributed import group
 
                 group.export_rendezvous(plan.launch)
-            store = self._agree(plan, found, intra, inter)  # before anything that could hang on a difference
-            if self._agreement.status == agreement.Status.STOPPED:
-                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED,
-                             self._agreement.message, started_ns=started_ns)
-                raise DisagreementError(self._agreement.message)
-            _warn(warnings, self._agreement.message)
+            agreed, store = self._agree(plan, found, intra, inter)  # before anything that could hang on a difference
+            if agreed.status == agreement.Status.STOPPED:
+                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, agreed.message,
+                             started_ns=started_ns, agreed=agreed)
+                raise DisagreementError(agreed.message)
+            report.warn(warnings, agreed.message)
             if plan.distributed:
                 self._changes.group = group.start(plan.launch, plan.backend_for(device),
                                                   self.preset.distributed.timeout_s, device, plan.mesh,
@@ -256,34 +260,34 @@ class Session:
             if plan.dump_dir:
                 from bootstrap.distributed import flightrec
 
-                self._recorder = flightrec.JobRecorder(Path(plan.dump_dir), self.rank, self.world_size, started_ns,
-                                                       self.preset.distributed.timeout_s)
-                self._changes.watcher = flightrec.Watcher(self._recorder, self._end_stuck)
+                self._changes.recorder = flightrec.JobRecorder(Path(plan.dump_dir), self.rank, self.world_size,
+                                                               started_ns, self.preset.distributed.timeout_s)
+                self._changes.watcher = flightrec.Watcher(self._changes.recorder, self._end_stuck)
                 self._changes.watcher.start()
-            self._preflight = preflight.run(self.preset, plan, device, self._group, self.key, self.preflight_always)
-            stop = preflight.refusal(self._preflight, self.key)
+            checked = preflight.run(self.preset, plan, device, self._group, self.key, self.preflight_always)
+            stop = preflight.refusal(checked, self.key)
             if stop:
                 self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, stop,
-                             started_ns=started_ns)
+                             started_ns=started_ns, agreed=agreed, checked=checked)
                 raise PreflightError(stop)
-            for finding in self._preflight.findings:
-                _warn(warnings, f"preflight: {finding.message}")
+            for found_slow in checked.findings:
+                report.warn(warnings, f"preflight: {found_slow.message}")
             seeded = seeding.seed_everything(plan.global_seed) if plan.global_seed is not None else []
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
             for line in environ.late_warnings(plan.vars):
-                _warn(warnings, line)
-            findings = self._lint(found)
+                report.warn(warnings, line)
+            findings = lint.for_preset(self.preset, self._machine(found))
             for finding in findings:
                 log.warning("lint: %s", finding)
             applied = Applied(intra, inter, tuple(seeded), group_state, backend, self.mesh is not None)
-            self._record(plan, found, checks, applied, warnings, started, lint=findings,  # unwritable: fails the job
-                         started_ns=started_ns)
-            log.info("bootstrap\n%s", report.format_table(self.report))
+            record = self._record(plan, found, checks, applied, warnings, started, lint=findings,  # unwritable: fails
+                                  started_ns=started_ns, agreed=agreed, checked=checked)
+            log.info("bootstrap\n%s", report.format_table(record))
         except BaseException as error:
             teardown = self._undo()
             if teardown is not None and self.report is not None:  # refused once the group existed (the preflight)
-                self.report.distributed.teardown = teardown.value
-                self._write(self.report)
+                self._end(JobEnd(self.report.job.status or JobStatus.CHECK_FAILED, error=self.report.job.error,
+                                 teardown=teardown))
             if isinstance(error, (KeyboardInterrupt, SystemExit)) and self.report is None:
                 try:  # a signal before the job started (a rendezvous waiting for a peer): say so
                     self._record(plan, found or versions.detect(), checks, None, warnings, started,
@@ -293,28 +297,30 @@ class Session:
                     log.warning("could not record the interrupted start: %s", write_error)
             raise
 
-    def _agree(self, plan: Plan, found: versions.Found, intra_op: int, inter_op: int):
-        """Compare this rank with rank 0 (``self._agreement``); returns the store it made for the group, if any."""
+    def _agree(self, plan: Plan, found: versions.Found, intra_op: int,
+               inter_op: int) -> Tuple[records.Agreement, Optional[Store]]:
+        """Compare this rank with rank 0; returns the outcome and the store it made for the group, if any."""
         facts = agreement.Facts(
             versions={"python": found.python, "torch": found.torch, "cuda": found.cuda, "cudnn": found.cudnn,
                       "nccl": found.nccl, "hip": found.hip, "bootstrap": found.bootstrap},
-            preset=self.name, preset_digest=self.preset_digest, device_type=plan.device_type,
+            preset=self.name, preset_digest=self.preset_digest or "", device_type=plan.device_type,
             intra_op=intra_op, inter_op=inter_op, torch=plan.torch, debug_level=runtime.debug_level())
-        self._agreement, store = agreement.check(
+        agreed, store = agreement.check(
             self.preset.distributed.agree.value, plan.launch, facts, self.output_dir,
             bool(plan.distributed and plan.create_group), self.preset.distributed.timeout_s,
-            [decision.name for decision in plan.vars])
-        self._agreement.message = self.named(self._agreement.message)
-        return store
+            [decision.name for decision in plan.vars if decision.source != environ.PROCESS])
+        agreed.message = self.named(agreed.message)
+        return agreed, store
 
-    def _record(self, plan: Plan, found: versions.Found, checks, applied: Optional[Applied], warnings: List[str],
+    def _record(self, plan: Plan, found: versions.Found, checks: list, applied: Optional[Applied], warnings: List[str],
                 started: float, status: JobStatus = JobStatus.RUNNING, error: Optional[str] = None,
-                lint: Sequence[Any] = (), started_ns: Optional[int] = None) -> None:
+                lint: Sequence[Any] = (), started_ns: Optional[int] = None, agreed: Optional[records.Agreement] = None,
+                checked: Optional[records.Preflight] = None) -> Report:
+        """This start's report so far (``agreed``: the ranks' comparison, ``checked``: the preflight), written."""
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
-                                   time.perf_counter() - started, status, lint, started_ns)
-        self.report.distributed.agreement = self._agreement
-        preflight.attach(self.report, self._preflight)
-        self._write(self.report, error=self.named(error))
+                                   time.perf_counter() - started, status, lint, started_ns, agreed, checked,
+                                   self._machine(found))
+        return self._end(JobEnd(status, error=self.named(error)))
 
     # -- closing -----------------------------------------------------------------------------
     def _close_interrupted(self) -> None:
@@ -329,57 +335,58 @@ class Session:
         with sigterm_held():  # a SIGTERM now waits until the process is restored (torchrun's, after a peer failed)
             for session in reversed(active.inside(self)):
                 session.close(JobStatus.FAILED, error="closed because an outer session was closed first")
-            status = JobStatus(status)
+            job_end = JobEnd(JobStatus(status), metrics, error)
             try:  # a record must never keep the process from being restored
-                error = self._record_end(status, error)
+                self._task_effects(job_end)
+                self._failure(job_end)
             except Exception as record_error:  # noqa: BLE001 - the store may be gone with a peer: still restore
                 log.warning("could not record the task's effects or the failing rank: %s", record_error)
             finally:  # also when Ctrl-C comes while the dumps are gathered
-                teardown = self._undo()
-                if self.report is not None:  # whatever the task returned, the record ends (report.finish)
-                    if teardown is not None:
-                        self.report.distributed.teardown = teardown.value
-                    self._write(self.report, status, metrics, error)
+                job_end.teardown = self._undo()
+                if self.report is not None:  # whatever the task returned, the record ends
+                    self._end(job_end)
 
-    def _record_end(self, status: JobStatus, error: Any) -> Any:
-        """What the task changed, and on a failure the dumps and which rank failed first. Returns the
-        error as the report will say it (the failing rank's, when a peer failed first)."""
-        self._record_task_effects()
+    def _failure(self, job_end: JobEnd) -> None:
+        """On a failure under a group: the dumps, and which rank failed first (the error becomes the failing
+        rank's, when a peer failed first)."""
+        status, error = job_end.status, job_end.error
         first = None
         if status is JobStatus.FAILED and error is not None and self._group is not None \
                 and self._group.state is GroupState.CREATED and self.world_size > 1:
             from bootstrap.distributed import group
 
-            first = group.claim_first_failure(self.rank, _text(error))  # at once: peers read it
-        finding = self._forensics(status, error)
+            first = group.claim_first_failure(self.rank, report.error_line(error))  # at once: peers read it
+        job_end.hang = self._forensics(status, error)
         if first is not None:
-            error = group.attribute_failure(self.rank, _text(error), first, finding)
-        return error
+            job_end.error = group.attribute_failure(self.rank, report.error_line(error), first,
+                                                    job_end.hang.finding if job_end.hang else None)
 
-    def _forensics(self, status: JobStatus, error: Any) -> Optional[str]:
+    def _forensics(self, status: JobStatus, error: Any) -> Optional[records.Hang]:
         """A job that did not complete under a process group: every rank's flight-recorder dump, and
-        what they show (the report's ``group.hang``). Returns the finding, for torchrun's summary."""
-        if status is JobStatus.COMPLETED or self._recorder is None or self.report is None:
+        what they show (the report's ``distributed.hang``)."""
+        recorder = self._changes.recorder if self._changes is not None else None
+        if status is JobStatus.COMPLETED or recorder is None or self.report is None:
             return None
         reason = f"job {status.value}" + (f": {type(error).__name__}" if isinstance(error, BaseException) else "")
-        self.report.distributed.hang = hang = self._recorder.collect(reason)
-        return hang["finding"] if hang else None
+        return recorder.collect(reason)
 
     def _end_stuck(self, signum: int) -> None:
         """In the watcher thread: SIGTERM came while the main thread is blocked in a collective, and its
         handler never ran. Record the job as interrupted, with what the dumps show, and exit."""
         try:
-            finding = self._forensics(JobStatus.INTERRUPTED, None)
+            hang = self._forensics(JobStatus.INTERRUPTED, None)
             message = f"rank {self.rank} stopped by {signal.Signals(signum).name} while blocked in a collective" + \
-                (f": {finding}" if finding else "")
+                (f": {hang.finding}" if hang and hang.finding else "")
             from bootstrap.distributed import group
 
             group.write_elastic_error_file(message, int(time.time()))
-            self._write(self.report, JobStatus.INTERRUPTED, error=message)
+            if self.report is not None:
+                self._end(JobEnd(JobStatus.INTERRUPTED, error=message, hang=hang))
         finally:
             os._exit(128 + signum)
 
-    def _record_task_effects(self) -> None:
+    def _task_effects(self, job_end: JobEnd) -> None:
+        """What the task changed: the group in use now (a framework's too), its own thread count, a re-seed."""
         if self.report is None:
             return
         from bootstrap.distributed import group
@@ -387,43 +394,27 @@ class Session:
         readers.current_state()  # remembers a live group: some variables are read at the first one only
         made_here = self._group is not None and self._group.state is GroupState.CREATED
         seed_now = seeding.torch_seed()
-        report.record_end(self.report, group_at_end=group.group_in_use(made_here),
-                          intra_op_now=runtime.intra_op_now(),
-                          task_seed=seed_now if self._torch_seed is not None and seed_now != self._torch_seed else None)
+        job_end.group_at_end = group.group_in_use(made_here)
+        job_end.intra_op_now = runtime.intra_op_now()
+        job_end.task_seed = seed_now if self._torch_seed is not None and seed_now != self._torch_seed else None
 
     def _undo(self):
         """Put the process back (see ProcessChanges.undo); returns what became of the group."""
         active.remove(self)
-        self._recorder = None
         changes, self._changes = self._changes, None
         try:
             return changes.undo() if changes is not None else None
         finally:
             self._release_logs()
 
-    def _write(self, record: Report, status: Optional[JobStatus] = None, metrics: Any = None,
-               error: Any = None) -> None:
-        if status is not None or error is not None:
-            report.finish(record, status or JobStatus(record.job.status), metrics, error)
-        if self.output_dir is not None:  # rank N of a world writes bootstrap.rank<N>.json; cleaned on the way out
-            outbound.write_json(self.output_dir / report.report_name(self.rank, self.world_size), record.to_json())
-
-
-_warned: set = set()
-
-
-def _text(error: Any) -> str:
-    """The error as one line, cleaned: it travels to the other ranks through the store."""
-    return outbound.clean(report.error_text(error), one_line=True)  # error_text: even when its __str__ raises
-
-
-def _warn(warnings: List[str], message: Optional[str], once: bool = False) -> None:
-    """Into the report and the log (``once``: logged once per process, not once per job of a sweep)."""
-    if message:
-        warnings.append(message)
-        if not (once and message in _warned):
-            _warned.add(message)
-            log.warning("%s", message)
+    def _end(self, job_end: JobEnd) -> Report:
+        """The record's end, in one call (report.end), then written: rank N of a world writes
+        bootstrap.rank<N>.json, cleaned on the way out."""
+        assert (record := self.report) is not None, "a report is made before its end is written"
+        report.end(record, job_end)
+        if self.output_dir is not None:
+            outbound.write_json(self.output_dir / records.report_name(self.rank, self.world_size), record.to_json())
+        return record
 
 
 def current() -> Session:

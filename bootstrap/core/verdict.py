@@ -24,10 +24,15 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
-from bootstrap.doors.errors import PRESET, BootstrapError, ConfigError, LintError, MismatchError
+from bootstrap.doors.errors import PRESET_KEY, BootstrapError, ConfigError, LintError, MismatchError
 from bootstrap.doors.masking import masked
+
+if TYPE_CHECKING:
+    from bootstrap.core.plan import Plan
+    from bootstrap.core.schema import EnvConfig
+    from bootstrap.core.versions import Check
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,7 @@ def debug_level_problem(name: str, value: str) -> Optional[str]:
     if value.isascii() and value.upper() in DEBUG_LEVELS:
         return None
     return (f"{name}={masked(name, value)!r} is not a debug level torch accepts. Use OFF, INFO or DETAIL "
-            f"({PRESET}.vars.{name}=INFO, or in the shell), or null to leave it unset.")
+            f"({PRESET_KEY}.vars.{name}=INFO, or in the shell), or null to leave it unset.")
 
 
 # Reader.apply_now -> the check of the value that call will give torch (bootstrap.core.runtime.APPLY_NOW
@@ -90,7 +95,7 @@ def late_value_problems(decisions: Sequence[Any], environ_now: Mapping[str, str]
 
 
 # -- the verdict -------------------------------------------------------------------------------
-def before_apply(preset: Any, plan: Any, environ_now: Mapping[str, str]) -> List[Refusal]:
+def before_apply(preset: EnvConfig, plan: Plan, environ_now: Mapping[str, str]) -> List[Refusal]:
     """What the job refuses before it changes anything. ``preset``: the validated EnvConfig;
     ``plan``: its Plan; ``environ_now``: the environment the plan was made from (``env_set`` included)."""
     from bootstrap.core.schema import LintPolicy
@@ -105,17 +110,18 @@ def before_apply(preset: Any, plan: Any, environ_now: Mapping[str, str]) -> List
     return refusals
 
 
-def after_checks(preset: Any, preset_name: str, checks: Sequence[Any], **cpu_override: str) -> Optional[Refusal]:
+def after_checks(preset: EnvConfig, preset_name: str, checks: Sequence[Check], *,
+                 cpu_override: str) -> Optional[Refusal]:
     """A failed requirement stops the job under ``on_mismatch=error``; under ``warn`` it goes on."""
     from bootstrap.core import versions
     from bootstrap.core.schema import OnMismatch
 
     if all(c.ok for c in checks) or preset.on_mismatch is OnMismatch.warn:
         return None
-    return Refusal(versions.mismatch_message(preset_name, list(checks), **cpu_override), MismatchError)
+    return Refusal(versions.mismatch_message(preset_name, list(checks), cpu_override=cpu_override), MismatchError)
 
 
-def mismatch_warning(preset_name: str, checks: Sequence[Any]) -> Optional[str]:
+def mismatch_warning(preset_name: str, checks: Sequence[Check]) -> Optional[str]:
     """What the job logs when a requirement fails under ``on_mismatch=warn``; None when every check passes."""
     from bootstrap.core import versions
 
@@ -124,15 +130,14 @@ def mismatch_warning(preset_name: str, checks: Sequence[Any]) -> Optional[str]:
     return versions.mismatch_message(preset_name, list(checks), warn=True)
 
 
-def of_preview(session: Any) -> List[Refusal]:
-    """Every reason the job would stop, for a session whose ``preview()`` has run (the doctor).
-    Hydra's ``env_set`` counts as already in the environment, as it is when a job starts."""
-    import os
-
+def of_preview(preset: EnvConfig, plan: Plan, environ_now: Mapping[str, str], name: str, cpu_override: str,
+               named: Callable[[Optional[str]], Optional[str]]) -> List[Refusal]:
+    """Every reason the job would stop, for the doctor's preview: its preset and plan, the environment the job
+    would start in (Hydra's ``env_set`` counted in, as it is when a job starts), the preset's name, whether
+    ``device=cpu`` is said, and how a message names the preset's key."""
     from bootstrap.core import versions
 
-    environ_now = {**os.environ, **{k: str(v) for k, v in session.env_set.items()}}
-    refusals = before_apply(session.preset, session.plan, environ_now)
-    checks = versions.check(session.preset.requires, versions.detect(), session.plan.device_type)
-    mismatch = after_checks(session.preset, session.name, checks, cpu_override=session.cpu_override)
-    return [replace(r, message=session.named(r.message)) for r in refusals + ([mismatch] if mismatch else [])]
+    refusals = before_apply(preset, plan, environ_now)
+    checks = versions.check(preset.requires, versions.detect(), plan.device_type)
+    mismatch = after_checks(preset, name, checks, cpu_override=cpu_override)
+    return [replace(r, message=named(r.message) or r.message) for r in refusals + ([mismatch] if mismatch else [])]

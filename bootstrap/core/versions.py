@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from bootstrap.core import presets
 from bootstrap.core.schema import Requires
-from bootstrap.doors.errors import PRESET
+from bootstrap.doors.errors import PRESET_KEY
 
 # The package's one version: pyproject reads it (without importing), reports record it as found.bootstrap,
 # and bootstrap.__version__ gives it.
@@ -104,7 +104,8 @@ def cpu_affinity() -> str:
         cpus = sorted(os.sched_getaffinity(0))
     except AttributeError:
         return "unknown"
-    ranges, start = [], cpus[0]
+    ranges: List[str] = []
+    start: Optional[int] = cpus[0]  # None past the last
     for prev, cur in zip(cpus, cpus[1:] + [None], strict=True):
         if cur != prev + 1:
             ranges.append(f"{start}-{prev}" if prev != start else str(start))
@@ -162,7 +163,7 @@ def check(requires: Requires, found: Found, device: str = "cpu") -> List[Check]:
     return checks
 
 
-def mismatch_message(preset_name: str, checks: List[Check], *, cpu_override: str = f"{PRESET}={presets.CPU_PRESET}",
+def mismatch_message(preset_name: str, checks: List[Check], *, cpu_override: str = f"{PRESET_KEY}={presets.CPU_PRESET}",
                      warn: bool = False) -> str:
     """One block listing every failed check and the ways forward.
 
@@ -171,14 +172,14 @@ def mismatch_message(preset_name: str, checks: List[Check], *, cpu_override: str
     With ``warn``, the job goes on, and the message says so instead of suggesting it.
     """
     failed = [c for c in checks if not c.ok]
-    lines = [f"{PRESET}={preset_name} does not fit this machine:"]
-    lines += [f"  - {PRESET}={preset_name} {c.fix}" for c in failed]
+    lines = [f"{PRESET_KEY}={preset_name} does not fit this machine:"]
+    lines += [f"  - {PRESET_KEY}={preset_name} {c.fix}" for c in failed]
     if warn:
-        lines.append(f"Continuing because {PRESET}.on_mismatch=warn.")
+        lines.append(f"Continuing because {PRESET_KEY}.on_mismatch=warn.")
     else:
         alternative = f"run with {cpu_override}, or " \
             if preset_name != presets.CPU_PRESET else ""
-        lines.append(f"Fix: {alternative}with {PRESET}.on_mismatch=warn to continue anyway.")
+        lines.append(f"Fix: {alternative}with {PRESET_KEY}.on_mismatch=warn to continue anyway.")
     return "\n".join(lines)
 
 

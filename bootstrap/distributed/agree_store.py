@@ -25,13 +25,16 @@ Everything a peer wrote is read through :mod:`bootstrap.doors.typed`: bounded, s
 import json
 import secrets
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple, Type, TypeVar
 
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.distributed.waits import Deadline
 from bootstrap.doors import inbound
 from bootstrap.doors.inbound import Unreadable
 from bootstrap.doors.typed import Section, section
+
+if TYPE_CHECKING:
+    from torch.distributed import Store
 
 PREFIX = "hydra_train_bootstrap/agree"
 MAX_NAMED = 16  # odd ranks whose records are read: enough to name them; the rest are counted
@@ -89,7 +92,10 @@ def differing(reference: Dict[str, str], own: Dict[str, str]) -> Dict[str, Optio
     return {key: own.get(key) for key in sorted(reference.keys() | own.keys()) if own.get(key) != reference.get(key)}
 
 
-def _read(data: bytes, kind, what: str):
+_Record = TypeVar("_Record", bound=Section)
+
+
+def _read(data: bytes, kind: Type[_Record], what: str) -> _Record:
     try:
         return kind.from_json(inbound.parse_json_bytes(data, MAX_RECORD_BYTES, what))
     except Unreadable as error:
@@ -100,7 +106,7 @@ def _bounded(fingerprint: Dict[str, str]) -> Dict[str, str]:
     return {key: value[:MAX_VALUE_CHARS] for key, value in fingerprint.items()}
 
 
-def exchange(store, key: str, rank: int, world_size: int, host: str, policy: str,
+def exchange(store: "Store", key: str, rank: int, world_size: int, host: str, policy: str,
              fingerprint: Callable[[str], Dict[str, str]], deadline: Deadline) -> Exchanged:
     """Compare this rank's policy and ``fingerprint(salt)`` with rank 0's through ``store`` (any c10d Store),
     under ``key`` (one per check: the run, the restart, the check's number in this process). Blocks until
@@ -113,6 +119,7 @@ def exchange(store, key: str, rank: int, world_size: int, host: str, policy: str
         store.set(f"{key}/ref", json.dumps(reference.to_json()))
     else:
         reference = _read(_waiting(store, f"{key}/ref", deadline, key, world_size), Reference, "rank 0")
+        differs: Dict[str, Optional[str]]
         if reference.policy not in (None, policy):  # nothing else is compared: the decisions would differ
             own, differs = {}, {POLICY_KEY: policy}
         else:
@@ -132,7 +139,7 @@ def exchange(store, key: str, rank: int, world_size: int, host: str, policy: str
     return Exchanged(reference, own, sorted(odd, key=lambda record: record.rank), count)
 
 
-def _waiting(store, name: str, deadline: Deadline, key: str, world_size: int) -> bytes:
+def _waiting(store: "Store", name: str, deadline: Deadline, key: str, world_size: int) -> bytes:
     """``store.get(name)`` within what is left of ``deadline``; :class:`Absent` when it runs out."""
     try:
         return deadline.bound(store).get(name)
@@ -144,7 +151,7 @@ def _waiting(store, name: str, deadline: Deadline, key: str, world_size: int) ->
         raise Absent(absent, complete, world_size, deadline.timeout_s) from None
 
 
-def absent_ranks(store, key: str, world_size: int, limit: int = MAX_NAMED) -> Tuple[Ranks, bool]:
+def absent_ranks(store: "Store", key: str, world_size: int, limit: int = MAX_NAMED) -> Tuple[Ranks, bool]:
     """The ranks that never marked themselves here, up to ``limit`` of them, and whether that is all of them.
     Found by halving: ``store.check`` of a span's marks answers at once, so each absent rank costs a few calls
     and the ranks that came cost nothing more."""

@@ -39,7 +39,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.doors import inbound, typed
 from bootstrap.doors.inbound import Unreadable
-from bootstrap.doors.typed import Wrong
+from bootstrap.doors.typed import WrongShape
 
 DUMP_PREFIX = "comm_lib_trace_rank_"  # torch's own, so its analyser (torchfrtrace) reads a run directory too
 MAX_WORLD_SIZE = 1 << 20  # ranks believed: 1,048,576, some 10x the largest jobs run today
@@ -138,25 +138,25 @@ class Reader:
             raise Unreadable(f"{name}: not a dump's name ({DUMP_PREFIX}<rank>)")
         try:
             return self._dump(data, name, rank)
-        except Wrong as error:
+        except WrongShape as error:
             raise Unreadable(f"{name}: {error}") from None
         except (RecursionError, MemoryError):  # not reached by the checks below; a last guard, not a path
             raise Unreadable(f"{name}: too deeply nested or too large") from None
 
-    # The checks. Each raises Wrong with what is wrong; from_data names the file.
+    # The checks. Each raises WrongShape with what is wrong; from_data names the file.
     def _dump(self, data: Any, name: str, rank: int) -> Dump:
         if not isinstance(data, dict):
-            raise Wrong(f"holds a {typed.kind(data)}, not a dump's dict")
+            raise WrongShape(f"holds a {typed.kind(data)}, not a dump's dict")
         remarks: List[str] = []
         ours = data.get("bootstrap")
         world_size = reason = dump_time_ns = None
         if ours is not None:
             if not isinstance(ours, dict):
-                raise Wrong(f"'bootstrap' is a {typed.kind(ours)}, not a dict")
+                raise WrongShape(f"'bootstrap' is a {typed.kind(ours)}, not a dict")
             recorded = typed.whole(ours.get("rank", rank), "'bootstrap.rank'", MAX_NS)
             if recorded != rank:
                 # Renamed or copied: under either rank it could blame the wrong one.
-                raise Wrong(f"records rank {typed.shown(recorded)}, not the {rank} of its name: a renamed or "
+                raise WrongShape(f"records rank {typed.shown(recorded)}, not the {rank} of its name: a renamed or "
                              "copied dump")
             claimed = ours.get("world_size")
             if claimed is not None:
@@ -165,17 +165,17 @@ class Reader:
                     remarks.append(f"claims a world of {typed.shown(claimed)} ranks, more than the {MAX_WORLD_SIZE} "
                                    "believed: the claim is ignored")
                 elif claimed <= rank:
-                    raise Wrong(f"claims rank {rank} of a world of {claimed}")
+                    raise WrongShape(f"claims rank {rank} of a world of {claimed}")
                 else:
                     world_size = claimed
             reason = typed.text(ours.get("reason"), "bootstrap.reason", MAX_TEXT, optional=True, cut=True)
             dump_time_ns = typed.whole(ours.get("dump_time_ns"), "'bootstrap.dump_time_ns'", MAX_NS, optional=True)
         pg_config = self._pg_config(data.get("pg_config"))
         if "entries" not in data:
-            raise Wrong("has no 'entries'")
+            raise WrongShape("has no 'entries'")
         raw = data["entries"]
         if not isinstance(raw, list):
-            raise Wrong(f"'entries' is a {typed.kind(raw)}, not a list")
+            raise WrongShape(f"'entries' is a {typed.kind(raw)}, not a list")
         if len(raw) > MAX_ENTRIES:
             remarks.append(f"holds {len(raw)} entries: the newest {MAX_ENTRIES} are read")
             raw = raw[-MAX_ENTRIES:]
@@ -186,8 +186,8 @@ class Reader:
             if entry is None:
                 try:
                     entry = seen[id(item)] = self._entry(item)
-                except Wrong as error:
-                    raise Wrong(f"entry {index}: {error}") from None
+                except WrongShape as error:
+                    raise WrongShape(f"entry {index}: {error}") from None
             entries.append(entry)
         return Dump(name, rank, world_size, reason, dump_time_ns, tuple(entries), MappingProxyType(pg_config), None,
                     tuple(remarks))
@@ -196,14 +196,14 @@ class Reader:
         if config is None:
             return {}
         if not isinstance(config, dict):
-            raise Wrong(f"'pg_config' is a {typed.kind(config)}, not a dict")
+            raise WrongShape(f"'pg_config' is a {typed.kind(config)}, not a dict")
         if len(config) > MAX_GROUPS:
-            raise Wrong(f"'pg_config' lists {len(config)} groups, more than {MAX_GROUPS}")
+            raise WrongShape(f"'pg_config' lists {len(config)} groups, more than {MAX_GROUPS}")
         groups = {}
         for group, about in config.items():
             group = self._short(group, "a pg_config group name")
             if not isinstance(about, dict):
-                raise Wrong(f"pg_config[{group!r}] is a {typed.kind(about)}, not a dict")
+                raise WrongShape(f"pg_config[{group!r}] is a {typed.kind(about)}, not a dict")
             if "ranks" in about:
                 groups[group] = self._member_list(group, about["ranks"])
         return groups
@@ -222,11 +222,11 @@ class Reader:
 
     def _entry(self, item: Any) -> Entry:
         if not isinstance(item, dict):
-            raise Wrong(f"a {typed.kind(item)}, not a dict")
+            raise WrongShape(f"a {typed.kind(item)}, not a dict")
         seq = typed.whole(item.get("collective_seq_id"), "'collective_seq_id'", MAX_NS)
         group = item.get("process_group")
         if not isinstance(group, (tuple, list)) or len(group) != 2:
-            raise Wrong(f"'process_group' is a {typed.kind(group)}, not a (name, description) pair")
+            raise WrongShape(f"'process_group' is a {typed.kind(group)}, not a (name, description) pair")
         return Entry(
             group=self._short(group[0], "the process group's name"),
             group_desc=self._short(group[1], "the process group's description"),
@@ -247,7 +247,7 @@ class Reader:
         if value is None:
             return ()
         if not isinstance(value, list):
-            raise Wrong(f"'{what}' is a {typed.kind(value)}, not a list")
+            raise WrongShape(f"'{what}' is a {typed.kind(value)}, not a list")
         return tuple(self._intern(typed.text(v, what, 32)) for v in value[:MAX_SHOWN])
 
     def _intern(self, text: str) -> str:
@@ -259,11 +259,11 @@ def _sizes(value: Any, what: str) -> str:
     if value is None:
         return "?"
     if not isinstance(value, list):
-        raise Wrong(f"'{what}' is a {typed.kind(value)}, not a list")
+        raise WrongShape(f"'{what}' is a {typed.kind(value)}, not a list")
     tensors = []
     for tensor in value[:MAX_SHOWN]:
         if not isinstance(tensor, list):
-            raise Wrong(f"'{what}' holds a {typed.kind(tensor)}, not a list of dimensions")
+            raise WrongShape(f"'{what}' holds a {typed.kind(tensor)}, not a list of dimensions")
         dims = [str(typed.whole(d, f"'{what}'", MAX_NS)) for d in tensor[:MAX_SHOWN]]
         if len(tensor) > MAX_SHOWN:
             dims.append(f"...{len(tensor)} dims")
@@ -279,16 +279,16 @@ def _parse_members(members: Any, group: str) -> Ranks:
     where = f"pg_config[{group!r}]['ranks']"
     if isinstance(members, list):
         if len(members) > MAX_WORLD_SIZE:
-            raise Wrong(f"{where} lists {len(members)} ranks, more than {MAX_WORLD_SIZE}")
+            raise WrongShape(f"{where} lists {len(members)} ranks, more than {MAX_WORLD_SIZE}")
         return Ranks.of(typed.whole(r, where, MAX_WORLD_SIZE) for r in members)
     if not isinstance(members, str):
-        raise Wrong(f"{where} is a {typed.kind(members)}, not a list of ranks")
+        raise WrongShape(f"{where} is a {typed.kind(members)}, not a list of ranks")
     # Each rank takes at most MAX_RANK_DIGITS digits and ", ": anything longer lists too many or is not a list.
     if len(members) > (MAX_RANK_DIGITS + 2) * MAX_WORLD_SIZE + 2:
-        raise Wrong(f"{where} is {len(members)} characters long, longer than any list of {MAX_WORLD_SIZE} ranks")
+        raise WrongShape(f"{where} is {len(members)} characters long, longer than any list of {MAX_WORLD_SIZE} ranks")
     text = members.strip()
     if len(text) < 2 or text[0] != "[" or text[-1] != "]":
-        raise Wrong(f"{where} is not a list of ranks such as [0, 1]")
+        raise WrongShape(f"{where} is not a list of ranks such as [0, 1]")
     body = text[1:-1]
     if not body.strip():
         return Ranks()
@@ -301,10 +301,10 @@ def _parse_members(members: Any, group: str) -> Ranks:
             position = match.end()
             rank = int(match.group(1))
             if rank >= MAX_WORLD_SIZE:
-                raise Wrong(f"{where} lists rank {rank}, beyond the {MAX_WORLD_SIZE} believed")
+                raise WrongShape(f"{where} lists rank {rank}, beyond the {MAX_WORLD_SIZE} believed")
             yield rank
         if position != len(body):
-            raise Wrong(f"{where} is not a list of ranks such as [0, 1]")
+            raise WrongShape(f"{where} is not a list of ranks such as [0, 1]")
 
     return Ranks.of(ranks())
 
@@ -312,11 +312,6 @@ def _parse_members(members: Any, group: str) -> Ranks:
 def read(path: Path) -> Dump:
     """One dump, on its own (:meth:`Reader.read`)."""
     return Reader().read(path)
-
-
-def from_data(data: Any, name: str) -> Dump:
-    """One dump from plain data, on its own (:meth:`Reader.from_data`)."""
-    return Reader().from_data(data, name)
 
 
 # -- a run directory ----------------------------------------------------------------------------

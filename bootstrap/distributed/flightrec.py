@@ -28,19 +28,21 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from types import FrameType
+from typing import Any, Callable, Dict, Optional
 
 import torch
 import torch.distributed as dist
 
 from bootstrap.distributed import hang
 from bootstrap.distributed.dumps import DUMP_PREFIX
-from bootstrap.doors import outbound
+from bootstrap.doors import outbound, records
 
 log = logging.getLogger(__name__)
 REQUEST_KEY = "hydra_train_bootstrap/fr_dump_request"  # in the group's store: who asked for dumps
 POLL_S = 0.5  # how often the watcher looks for a request
 GRACE_S = 2.0  # after a signal, how long the main thread gets to end the job itself
+_Handler = Callable[[int, Optional[FrameType]], Any]  # a Python signal handler
 PEERS_S = 5.0  # how long a failing rank waits for the others' dumps
 
 
@@ -73,7 +75,7 @@ def dump(dump_dir: Path, rank: int, world_size: int, reason: str, since_ns: int)
     ``<dump_dir>/comm_lib_trace_rank_<rank>``, atomically, with the permissions the umask gives (as
     reports: a teammate's ``bootstrap hang`` must be able to read it); None when there is nothing to write."""
     dumped_ns = time.time_ns()  # before the dump itself: its first call symbolises stacks (about a second)
-    c10d = torch._C._distributed_c10d
+    c10d: Any = torch._C._distributed_c10d  # private, and its stubs lack the recorder's functions
     nccl_dump = getattr(c10d, "_dump_nccl_trace", None)  # CUDA builds only
     raw = merged(pickle.loads(c10d._dump_fr_trace(True, True, False)),
                  pickle.loads(nccl_dump(True, True, False)) if nccl_dump is not None else None)
@@ -131,7 +133,7 @@ class JobRecorder:
         its own request reaches its own watcher too, and would overwrite the dump's reason."""
         return None if self._ending else self.dump("asked by a peer that failed")
 
-    def collect(self, reason: str) -> Optional[dict]:
+    def collect(self, reason: str) -> Optional[records.Hang]:
         """On a job's failed or interrupted end: this rank's dump, every other rank's (asked for through
         the store, waited for up to PEERS_S), and what they show, as the report's ``distributed.hang``."""
         self._ending = True
@@ -142,10 +144,10 @@ class JobRecorder:
             wait_for_dumps(self.dump_dir, self.world_size, self.since_ns, min(PEERS_S, self.timeout_s))
         # This job's dumps only: one left by an earlier run in a reused directory is stale, not this job's.
         found = hang.findings(self.dump_dir, since_ns=self.since_ns, world_size=self.world_size)
-        if mine is None and not found["dumps"]:
+        if mine is None and not found.dumps:
             return None
-        if found["finding"]:
-            log.error("flight recorder: %s (python -m bootstrap hang %s)", found["finding"], self.dump_dir)
+        if found.finding:
+            log.error("flight recorder: %s (bootstrap hang %s)", found.finding, self.dump_dir)
         return found
 
 
@@ -164,7 +166,7 @@ class Watcher:
         self._read_fd, self._write_fd = os.pipe()
         os.set_blocking(self._write_fd, False)
         self._previous_fd: Optional[int] = None
-        self._handlers: Dict[int, object] = {}  # the handlers this watcher wrapped, restored by stop()
+        self._handlers: Dict[int, _Handler] = {}  # the handlers this watcher wrapped, restored by stop()
         self._thread = threading.Thread(target=self._run, name="bootstrap-flight-recorder", daemon=True)
 
     def start(self) -> None:
@@ -181,8 +183,8 @@ class Watcher:
                         signal.signal(signum, self._noting(handler))
         self._thread.start()
 
-    def _noting(self, handler):
-        def handle(signum, frame):
+    def _noting(self, handler: _Handler) -> _Handler:
+        def handle(signum: int, frame: Optional[FrameType]) -> Any:
             self._main_alive.set()  # runs in the main thread, between bytecodes: it is not blocked in C++
             return handler(signum, frame)
         return handle

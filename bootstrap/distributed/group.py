@@ -15,31 +15,21 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Generic, List, Mapping, MutableMapping, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generic, List, Mapping, MutableMapping, Optional, Tuple, TypeVar
 
-from bootstrap.distributed.launcher import Launch
+from bootstrap.distributed.launcher import Launch, peek
 from bootstrap.distributed.waits import Deadline
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import BootstrapError
-from bootstrap.doors.textenum import TextEnum
+from bootstrap.doors.statuses import GroupState, Teardown
+
+if TYPE_CHECKING:  # torch is imported where it is used (see above)
+    from torch.distributed import Store
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-class GroupState(TextEnum):
-    """``distributed.process_group``: the default process group when the job started."""
-
-    CREATED = "created"  # the bootstrap made it (and destroys it at job end)
-    EXISTING = "existing"  # someone else's (the app's, Ray's): used, left alone
-    NONE = "none"
-
-
-class Teardown(TextEnum):
-    """``distributed.teardown``: what the bootstrap did with the group at job end."""
-
-    DESTROYED = "destroyed"
-    LEFT = "left"  # not the bootstrap's to destroy
 
 
 def export_rendezvous(launch: Launch, environ: MutableMapping[str, str] = os.environ) -> None:
@@ -108,9 +98,9 @@ class _Worker(threading.Thread, Generic[T]):
     A daemon: a process that is exiting does not wait for a peer that never comes.
     """
 
-    def __init__(self, work: Callable[[], T], discard: Callable[[T], None], name: str):
+    def __init__(self, work: Callable[[], T], discard: Callable[[T], object], name: str):
         super().__init__(name=name, daemon=True)
-        self._work: Optional[Callable[[], T]] = work
+        self._work = work
         self._discard = discard
         self._lock = threading.Lock()
         self._cancelled = False
@@ -121,7 +111,8 @@ class _Worker(threading.Thread, Generic[T]):
         self.finished = threading.Event()
 
     def run(self) -> None:
-        work, self._work = self._work, None
+        work = self._work
+        del self._work  # it runs once, and the thread holds nothing of the step after it
         try:
             result = work()
         except BaseException as error:  # noqa: BLE001 - handed to the waiting thread, which raises it
@@ -153,7 +144,7 @@ class _Worker(threading.Thread, Generic[T]):
 _abandoned: List[_Worker] = []
 
 
-def run_interruptibly(work: Callable[[], T], discard: Callable[[T], None], name: str) -> T:
+def run_interruptibly(work: Callable[[], T], discard: Callable[[T], object], name: str) -> T:
     """``work()``, run in a daemon thread while the calling thread waits in short, interruptible polls.
 
     A signal handler (KeyboardInterrupt, the session's SIGTERM -> SystemExit) raises in the
@@ -175,7 +166,7 @@ def run_interruptibly(work: Callable[[], T], discard: Callable[[T], None], name:
     if worker.error is not None:
         error, worker.error = worker.error, None
         raise error
-    return worker.result  # type: ignore[return-value]
+    return worker.result  # type: ignore[return-value]  # finished without an error: result is what work() made
 
 
 def check_no_abandoned_rendezvous() -> None:
@@ -194,14 +185,14 @@ def in_use() -> bool:
     return dist is not None and dist.is_available() and dist.is_initialized()
 
 
-def default_store():
+def default_store() -> Store:
     """The default group's store, which its ranks share (the rank agreement and failures use it)."""
     import torch.distributed as dist
 
     return dist.distributed_c10d._get_default_store()
 
 
-def rendezvous_store(launch: Launch, deadline: Deadline):
+def rendezvous_store(launch: Launch, deadline: Deadline) -> Store:
     """The store ``init_method="env://"`` would make, made before the group so that the ranks can compare
     how they started first: a client of torchrun's agent store where torchrun offers it (the launcher's row:
     ``agent_store``), else hosted by rank 0 at MASTER_ADDR:MASTER_PORT, for the group the bootstrap is about
@@ -211,13 +202,20 @@ def rendezvous_store(launch: Launch, deadline: Deadline):
     import torch.distributed as dist
 
     agent = launch.row.agent_store(os.environ)
-    return dist.TCPStore(launch.master_addr or "127.0.0.1", int(launch.master_port), launch.world_size,
+    return dist.TCPStore(launch.master_addr or "127.0.0.1", _master_port(launch), launch.world_size,
                          is_master=not agent and launch.rank == 0, timeout=deadline.left(),
                          wait_for_workers=False, multi_tenant=not agent)
 
 
+def _master_port(launch: Launch) -> int:
+    if launch.master_port is None:  # make_plan refuses such a world first; torchrun always sets one
+        raise BootstrapError(f"{launch.launcher.value}: a world of {launch.world_size} ranks needs a rendezvous "
+                             "port, and none is set. Export MASTER_PORT=<a free port> for every rank.")
+    return launch.master_port
+
+
 def _make_group(state: GroupState, launch: Launch, backend: str, timeout_s: int, device: str,
-                mesh_shape: Optional[Dict[str, int]], store=None) -> ProcessGroup:
+                mesh_shape: Optional[Mapping[str, int]], store: Optional[Store] = None) -> ProcessGroup:
     """The blocking part of :func:`start`; runs in the rendezvous thread."""
     import torch
     import torch.distributed as dist
@@ -227,7 +225,7 @@ def _make_group(state: GroupState, launch: Launch, backend: str, timeout_s: int,
     group = ProcessGroup(state, backend=backend)
     if state is GroupState.CREATED:
         # A 1-rank group needs no rendezvous: an in-memory store, no port to pick.
-        kwargs = {"store": dist.HashStore()} if launch.world_size == 1 else \
+        kwargs: Dict[str, Any] = {"store": dist.HashStore()} if launch.world_size == 1 else \
             {"store": store} if store is not None else {"init_method": "env://"}
         if device.startswith("cuda"):
             kwargs["device_id"] = torch.device(device)  # NCCL starts eagerly, not at the first collective
@@ -247,8 +245,8 @@ def _make_group(state: GroupState, launch: Launch, backend: str, timeout_s: int,
     return group
 
 
-def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape: Optional[Dict[str, int]],
-          create: bool, store=None) -> ProcessGroup:
+def start(launch: Launch, backend: str, timeout_s: int, device: str, mesh_shape: Optional[Mapping[str, int]],
+          create: bool, store: Optional[Store] = None) -> ProcessGroup:
     """Create the process group (or adopt an existing one) and build the mesh.
 
     The wait for the other ranks runs in a daemon thread (see :func:`run_interruptibly`):
@@ -279,24 +277,23 @@ MAX_RUN_DIR_BYTES = 4096  # a path, as rank 0 sends it (PATH_MAX)
 
 
 def agree_on_run_dir(run_dir: str, launch: Launch, timeout_s: int, environ: Mapping[str, str] = os.environ) -> str:
-    """Under torchrun, return rank 0's run directory on every rank, within ``timeout_s`` (the preset's
-    ``env.distributed.timeout_s``) for connecting and reading together.
+    """Where the launcher hosts a store (torchrun), return rank 0's run directory on every rank, within
+    ``timeout_s`` (the preset's ``env.distributed.timeout_s``) for connecting and reading together.
 
     Every rank runs Hydra and resolves ``${now:...}`` from its own clock, so ranks
     can land in different directories. torchrun's agent hosts a store that its
-    workers may use (TORCHELASTIC_USE_AGENT_STORE): rank 0 publishes its directory
+    workers may use (the row's ``agent_store``): rank 0 publishes its directory
     there, keyed by the run id and restart count, and the others read it, strictly (bounded UTF-8 text).
     """
     if launch.world_size <= 1 or not launch.row.agent_store(environ):
         return run_dir
-    key = (f"hydra_train_bootstrap/{environ.get('TORCHELASTIC_RUN_ID', '')}/"
-           f"{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/run_dir")
+    key = f"hydra_train_bootstrap/{launch.job_id or ''}/{launch.row.restart_count(environ)}/run_dir"
     deadline = Deadline(timeout_s)
 
     def exchange() -> str:
         import torch.distributed as dist
 
-        store = dist.TCPStore(launch.master_addr or "127.0.0.1", int(launch.master_port), is_master=False,
+        store = dist.TCPStore(launch.master_addr or "127.0.0.1", _master_port(launch), is_master=False,
                               timeout=deadline.left())
         return share_run_dir(store, key, launch.rank, run_dir, deadline)
 
@@ -304,13 +301,13 @@ def agree_on_run_dir(run_dir: str, launch: Launch, timeout_s: int, environ: Mapp
         return run_interruptibly(exchange, lambda _: None, "bootstrap-run-dir")
     except (RuntimeError, ValueError) as error:  # RuntimeError: torch's DistStoreError, DistNetworkError
         raise BootstrapError(
-            f"rank {launch.rank} could not learn rank 0's run directory from torchrun's store at "
+            f"rank {launch.rank} could not learn rank 0's run directory from {launch.launcher.value}'s store at "
             f"{launch.master_addr}:{launch.master_port} within env.distributed.timeout_s={timeout_s}: "
             f"{outbound.finding(str(error).splitlines()[0] if str(error) else type(error).__name__, 300)}. "
             "Rank 0 did not start, or failed before its job started (its own output says why).") from None
 
 
-def share_run_dir(store, key: str, rank: int, run_dir: str, deadline: Deadline) -> str:
+def share_run_dir(store: Store, key: str, rank: int, run_dir: str, deadline: Deadline) -> str:
     """Rank 0 sets its run directory under ``key``; every other rank gets it (waiting until it is set), strictly:
     one store operation per rank at any world size (bench/bench_scale.py counts them)."""
     if rank == 0:
@@ -371,14 +368,15 @@ def attribute_failure(rank: int, error: str, first: Tuple[int, int, str], hang: 
 
 
 def write_elastic_error_file(message: str, timestamp: int, environ: Mapping[str, str] = os.environ) -> None:
-    """Write torch elastic's error file (TORCHELASTIC_ERROR_FILE), in the format torchrun reads.
+    """Write torch elastic's error file where the launcher reads one (the row's ``error_file``: torchrun's
+    TORCHELASTIC_ERROR_FILE), in the format torchrun reads.
 
     torchrun names as root cause the failure with the smallest timestamp. Timestamps
     are whole seconds and ties go to the lowest rank, so a rank that failed only
     because a peer did is written one second after that peer: the summary then names
     the rank whose task raised.
     """
-    path = environ.get("TORCHELASTIC_ERROR_FILE")
+    path = peek(environ).row.error_file(environ)
     if not path:
         return
     record = {"message": {"message": message, "extraInfo": {"py_callstack": message, "timestamp": str(timestamp)}}}

@@ -1,4 +1,4 @@
-"""What the ranks' flight-recorder dumps say about a hang (``python -m bootstrap hang``: :mod:`bootstrap.cli.hang`).
+"""What the ranks' flight-recorder dumps say about a hang (``bootstrap hang``: :mod:`bootstrap.cli.hang`).
 
 Each rank's dump (:mod:`bootstrap.distributed.flightrec` writes ``<dir>/comm_lib_trace_rank_<rank>``, the
 name torch itself uses; :mod:`bootstrap.distributed.dumps` reads it into a typed, bounded value) lists the
@@ -29,7 +29,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from bootstrap.distributed import dumps
 from bootstrap.distributed.dumps import DUMP_PREFIX, Dump, Entry
 from bootstrap.distributed.ranks import Ranks, ranks_text
-from bootstrap.doors import outbound
+from bootstrap.doors import outbound, records
 
 __all__ = ["DUMP_PREFIX", "Diagnosis", "diagnose", "diagnose_dir", "findings"]
 
@@ -58,11 +58,12 @@ class Diagnosis:
         """The findings as one line, for a report and torchrun's summary."""
         return "; ".join(self.findings) or None
 
-    def as_dict(self) -> dict:
-        return {"ranks": self.ranks, "world_size": self.world_size, "finding": self.hang, "findings": self.findings,
-                "groups": self.groups, "missing": self.missing, "stale": self.stale[:MAX_LISTED],
-                "unreadable": self.unreadable[:MAX_LISTED], "notes": self.notes,
-                "run_started_ns": self.run_started_ns}
+    def record(self, dump_dir: Path, dumps: List[str]) -> records.Hang:
+        """As the report's ``distributed.hang``."""
+        return records.Hang(dump_dir=_line(str(dump_dir)), dumps=dumps, ranks=self.ranks, world_size=self.world_size,
+                            finding=self.hang, findings=self.findings, groups=self.groups, missing=self.missing,
+                            stale=self.stale[:MAX_LISTED], unreadable=self.unreadable[:MAX_LISTED], notes=self.notes,
+                            run_started_ns=self.run_started_ns)
 
 
 def _line(text: str) -> str:
@@ -242,7 +243,7 @@ def diagnose_dir(run_dir: Path, since_ns: Optional[int] = None,
     return result, {dump.rank: run_dir / dump.name for dump in scanned.current}
 
 
-def findings(run_dir: Path, since_ns: Optional[int] = None, world_size: Optional[int] = None) -> dict:
+def findings(run_dir: Path, since_ns: Optional[int] = None, world_size: Optional[int] = None) -> records.Hang:
     """What this run's dumps in ``run_dir`` show, as the report's ``distributed.hang`` (``dumps``: their
     names). ``since_ns``: the run's start (the recorder knows it); None: from the run's reports."""
     run_dir = Path(run_dir)
@@ -253,5 +254,5 @@ def findings(run_dir: Path, since_ns: Optional[int] = None, world_size: Optional
     except Exception as error:  # noqa: BLE001 - a bug here must not cost the report or the doctor's answer
         diagnosis, paths = Diagnosis(ranks=[], world_size=world_size, run_started_ns=since_ns), {}
         diagnosis.notes = [_line(f"the dumps could not be analysed: {type(error).__name__}: {error}")]
-    return {"dump_dir": _line(str(run_dir)), "dumps": [p.name for p in paths.values()], **diagnosis.as_dict()}
+    return diagnosis.record(run_dir, [p.name for p in paths.values()])
 

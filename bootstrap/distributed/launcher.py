@@ -7,17 +7,18 @@ names: adding a launcher means one detector function and one row.
 
 Detection is pure and opens no connection; a :class:`Launch` checks itself when it is built, so
 inconsistent values fail before any is tried. The facts that ask a running framework (submitit's
-job, the CPUs Ray assigned, whether this is a Ray worker) are functions the session and the callback
-call; detection reads only the environment and what they returned.
+job, the CPUs Ray assigned, whether this is a Ray worker) are hooks on the rows too, which call
+:mod:`bootstrap.distributed.frameworks`: :func:`detect_running` asks the rows' ``asked_job`` first
+(the session's detection), :func:`detect` and :func:`peek` read only the environment and what they are given.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Mapping, Optional, Tuple
 
 from bootstrap.distributed import launchvars
-from bootstrap.distributed.frameworks import SubmititJob, in_ray_worker, ray_assigned_cpus
+from bootstrap.distributed.frameworks import SubmititJob, in_ray_worker, ray_assigned_cpus, submitit_job
 from bootstrap.distributed.launchvars import count, derived_port, first_host, slurm_job_id, tasks_on_node, whole_number
 from bootstrap.doors.errors import ConfigError
 from bootstrap.doors.textenum import TextEnum
@@ -112,7 +113,7 @@ def _torchrun_style(launcher: str, environ: Mapping[str, str], hints: Hints, nod
     local_world = count(environ, "LOCAL_WORLD_SIZE", world)
     rank = count(environ, "RANK")
     addr, port = hints.address(environ)
-    return Launch(launcher, rank=rank, local_rank=count(environ, "LOCAL_RANK", 0), world_size=world,
+    return Launch(Launcher(launcher), rank=rank, local_rank=count(environ, "LOCAL_RANK", 0), world_size=world,
                   local_world_size=local_world, node_rank=count(environ, node_var, rank // max(1, local_world)),
                   master_addr=addr, master_port=port, job_id=job_id)
 
@@ -149,7 +150,7 @@ def _ray_task(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     hydra-ray-launcher runs each job."""
     if "RAY_RAYLET_PID" not in environ or _has_rank(environ):
         return None
-    return Launch("ray_task", master_addr=hints.master_addr, master_port=hints.master_port,
+    return Launch(Launcher("ray_task"), master_addr=hints.master_addr, master_port=hints.master_port,
                   job_id=environ.get("RAY_JOB_ID"))
 
 
@@ -174,7 +175,7 @@ def _kubeflow(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
                           "train_stub.py ...): it reads the PET_* variables and numbers every process.")
     addr, port = hints.address(environ)
     rank = count(environ, "RANK")
-    return Launch("kubeflow", rank=rank, world_size=count(environ, "WORLD_SIZE"),
+    return Launch(Launcher("kubeflow"), rank=rank, world_size=count(environ, "WORLD_SIZE"),
                   node_rank=count(environ, "PET_NODE_RANK", rank), master_addr=addr, master_port=port)
 
 
@@ -197,7 +198,7 @@ def _lightning(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
                           "many ranks run per node. Export LOCAL_WORLD_SIZE=<trainer.devices> on every node.")
     local = count(environ, "LOCAL_RANK")
     addr, port = hints.address(environ)
-    return Launch("lightning", rank=node * per_node + local, local_rank=local, world_size=world,
+    return Launch(Launcher("lightning"), rank=node * per_node + local, local_rank=local, world_size=world,
                   local_world_size=per_node, node_rank=node, master_addr=addr, master_port=port)
 
 
@@ -223,7 +224,7 @@ def _mpi(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     if addr is None and world == local_world:
         addr = "127.0.0.1"
     # Open MPI maps ranks by slot (node by node) unless told otherwise; it gives no node index.
-    return Launch("mpi", rank=rank, local_rank=local, world_size=world, local_world_size=local_world,
+    return Launch(Launcher("mpi"), rank=rank, local_rank=local, world_size=world, local_world_size=local_world,
                   node_rank=rank // max(1, local_world), master_addr=addr,
                   master_port=port or derived_port(job_id or "0"), job_id=job_id)
 
@@ -234,7 +235,7 @@ def _submitit(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     if job is None:
         return None
     addr, port = hints.address(environ)
-    return Launch("submitit", rank=job.global_rank, local_rank=job.local_rank, world_size=job.num_tasks,
+    return Launch(Launcher("submitit"), rank=job.global_rank, local_rank=job.local_rank, world_size=job.num_tasks,
                   local_world_size=max(1, job.num_tasks // max(1, job.num_nodes)), node_rank=job.node,
                   master_addr=addr or (job.hostnames[0] if job.hostnames else None),
                   master_port=port or derived_port(job.job_id), job_id=job.job_id)
@@ -255,7 +256,7 @@ def _srun(environ: Mapping[str, str], hints: Hints) -> Optional[Launch]:
     node = count(environ, "SLURM_NODEID", 0)
     job_id = slurm_job_id(environ)
     addr, port = hints.address(environ)
-    return Launch("slurm", rank=count(environ, "SLURM_PROCID"), local_rank=count(environ, "SLURM_LOCALID", 0),
+    return Launch(Launcher("slurm"), rank=count(environ, "SLURM_PROCID"), local_rank=count(environ, "SLURM_LOCALID", 0),
                   world_size=world, local_world_size=tasks_on_node(per_node_text, node), node_rank=node,
                   master_addr=addr or first_host(environ.get("SLURM_NODELIST", "")),
                   master_port=port or derived_port(environ.get("SLURM_JOB_ID", "0")),
@@ -277,9 +278,9 @@ def _single(environ: Mapping[str, str], hints: Hints) -> Launch:
         # One process reads MASTER_PORT only to make a group (env.distributed.init=always). Kubernetes
         # puts `MASTER_PORT=tcp://10.0.0.5:7077` in every pod of a namespace with a Service named
         # `master`: that must not stop a job that never makes one.
-        return Launch("single", master_addr=environ.get("MASTER_ADDR") or hints.master_addr,
+        return Launch(Launcher("single"), master_addr=environ.get("MASTER_ADDR") or hints.master_addr,
                       master_port=hints.master_port, job_id=job_id, port_problem=str(problem))
-    return Launch("single", master_addr=addr, master_port=port, job_id=job_id)
+    return Launch(Launcher("single"), master_addr=addr, master_port=port, job_id=job_id)
 
 
 # -- the table -----------------------------------------------------------------------------------------
@@ -293,6 +294,8 @@ class LauncherRow:
     mark: str = ""  # the variables that only it sets, as messages name them
     exports_rendezvous: bool = False  # sets no (or not all) torchrun-style variables: the bootstrap exports them
     framework_makes_group: bool = False  # the framework that started the ranks makes the process group itself
+    # Rank 0's own process started this rank, with its environment as it was then (Lightning's ddp re-launch).
+    started_by_rank0: bool = False
     # The framework made the process group before the job started (Ray Train): a world without one is not its.
     group_before_job: bool = False
     # It hosts a store that its workers use as torch's env:// would (torchrun's agent, when
@@ -302,6 +305,15 @@ class LauncherRow:
     # Its ranks agree on rank 0's run directory through its store (group.agree_on_run_dir); the ranks of
     # other launchers use one named after the launch's job id.
     run_dir_from_store: bool = False
+    # How often it has restarted this run's ranks (torch elastic's TORCHELASTIC_RESTART_COUNT): the store keys
+    # carry it beside the job id, so a restarted world never reads what the attempt before it wrote.
+    restart_count: Callable[[Mapping[str, str]], str] = lambda environ: "0"
+    # The file it reads a rank's failure from for its own summary (torch elastic's TORCHELASTIC_ERROR_FILE, in
+    # the format @record writes: group.write_elastic_error_file), or None: it reads none.
+    error_file: Callable[[Mapping[str, str]], Optional[str]] = lambda environ: None
+    # What the running framework says about this process's job, where only its own API tells
+    # (submitit.JobEnvironment()): detect_running asks it and the detector reads it as Hints.submitit_job.
+    asked_job: Callable[[Mapping[str, str]], Optional[SubmititJob]] = lambda environ: None
     # The id of the scheduler's job this process runs in, whatever launcher started it (a batch script
     # run without one, torchrun inside an allocation): the run directory carries it.
     scheduler_job_id: Callable[[Mapping[str, str]], Optional[str]] = lambda environ: None
@@ -322,6 +334,8 @@ LAUNCHERS: Tuple[LauncherRow, ...] = (
     # torchrun / torch elastic (and what uses it: accelerate launch, torchrun in a pod). Where
     # OMP_NUM_THREADS is unset it sets 1 for more than one process per node.
     LauncherRow("torchrun", _torchrun, "TORCHELASTIC_RUN_ID", run_dir_from_store=True, agent_store=_uses_agent_store,
+                restart_count=lambda environ: environ.get("TORCHELASTIC_RESTART_COUNT", "0"),
+                error_file=lambda environ: environ.get("TORCHELASTIC_ERROR_FILE") or None,
                 omp_threads=lambda launch, own_cpus: 1 if launch.local_world_size > 1 else None),
     # a Ray Train worker: Ray set the variables and made the process group. Where OMP_NUM_THREADS
     # is unset, Ray (as for a task) sets the CPUs it assigned the worker.
@@ -335,12 +349,13 @@ LAUNCHERS: Tuple[LauncherRow, ...] = (
     # python started directly in a Kubeflow PyTorchJob pod
     LauncherRow("kubeflow", _kubeflow, "PET_NNODES or PET_NPROC_PER_NODE", exports_rendezvous=True),
     # a rank >= 1 that Lightning's `ddp` strategy re-launched
-    LauncherRow("lightning", _lightning, "LOCAL_RANK and NODE_RANK without RANK", framework_makes_group=True),
+    LauncherRow("lightning", _lightning, "LOCAL_RANK and NODE_RANK without RANK", framework_makes_group=True,
+                started_by_rank0=True),
     # mpirun / mpiexec: Open MPI, MPICH, Intel MPI, MVAPICH
     LauncherRow("mpi", _mpi, "an MPI's rank and size variables", exports_rendezvous=True,
                 master_addr_hint=" MPI gives no master address; pass it with mpirun -x MASTER_ADDR."),
-    # submitit on SLURM or submitit_local
-    LauncherRow("submitit", _submitit, "SUBMITIT_EXECUTOR", exports_rendezvous=True),
+    # submitit on SLURM or submitit_local: found by asking submitit, which reads its own variables
+    LauncherRow("submitit", _submitit, "SUBMITIT_EXECUTOR", exports_rendezvous=True, asked_job=submitit_job),
     # a task of a plain srun step
     LauncherRow("slurm", _srun, "SLURM_STEP_ID", exports_rendezvous=True, scheduler_job_id=slurm_job_id),
     # torchrun-style variables set by hand or by another tool
@@ -349,7 +364,11 @@ LAUNCHERS: Tuple[LauncherRow, ...] = (
     LauncherRow("single", _single),
 )
 # The launchers' names, as the report writes them (a str enum: Launcher.torchrun == "torchrun").
-Launcher = TextEnum("Launcher", [(row.name, row.name) for row in LAUNCHERS], module=__name__)
+if TYPE_CHECKING:  # a type checker cannot read the members from the rows; it knows Launcher("torchrun") is one
+    class Launcher(TextEnum):
+        pass
+else:
+    Launcher = TextEnum("Launcher", [(row.name, row.name) for row in LAUNCHERS], module=__name__)
 ROW_OF: Dict[Launcher, LauncherRow] = {Launcher(row.name): row for row in LAUNCHERS}
 
 
@@ -367,6 +386,14 @@ def detect(
     launch = next(launch for launch in (row.detect(environ, hints) for row in LAUNCHERS) if launch is not None)
     _refuse_contradictions(launch, environ, hints)
     return launch
+
+
+def detect_running(environ: Mapping[str, str], master_addr: Optional[str] = None, master_port: Optional[int] = None,
+                   group_exists: Optional[bool] = None) -> Launch:
+    """:func:`detect`, told what the running frameworks say (the first row whose ``asked_job`` answers): the
+    session's detection. A framework's evidence that contradicts itself is a ConfigError too."""
+    job = next((job for job in (row.asked_job(environ) for row in LAUNCHERS) if job is not None), None)
+    return detect(environ, job, master_addr, master_port, group_exists)
 
 
 def _refuse_contradictions(launch: Launch, environ: Mapping[str, str], hints: Hints) -> None:
@@ -397,7 +424,7 @@ def peek(environ: Mapping[str, str]) -> Launch:
     try:
         return detect(environ)
     except ConfigError:
-        return Launch("single")
+        return Launch(Launcher("single"))
 
 
 def scheduler_job_id(environ: Mapping[str, str]) -> Optional[str]:

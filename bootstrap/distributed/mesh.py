@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 from typing import Dict, Mapping
 
-from bootstrap.doors.errors import PRESET, ConfigError
+from bootstrap.doors.errors import PRESET_KEY, ConfigError
 
 
 def resolve_mesh(dims: Mapping[str, int], world_size: int) -> Dict[str, int]:
     """``{dp: -1, tp: 2}`` with world size 8 -> ``{dp: 4, tp: 2}``; raise naming the values otherwise."""
-    where = f"{PRESET}.distributed.mesh"
+    where = f"{PRESET_KEY}.distributed.mesh"
     if not dims:
         raise ConfigError(f"{where} is empty. Name at least one dimension, e.g. {where}={{dp: -1}}.")
     inferred = [name for name, size in dims.items() if size == -1]

@@ -1,6 +1,8 @@
 """The one exception type users see from the bootstrap."""
 
-PRESET = "\0preset\0"  # the preset's key in a message, named once by the Session (BootstrapError.under)
+# Stands for the preset's key in a message (``env``, or wherever the app put its preset): a message is written
+# before the job's key is known, and BootstrapError.under / Session.named put the job's own key in its place.
+PRESET_KEY = "\0preset key\0"
 
 
 class BootstrapError(Exception):
@@ -11,11 +13,11 @@ class BootstrapError(Exception):
     """
 
     def __str__(self) -> str:
-        return super().__str__().replace(PRESET, "env")  # never named (raised outside a Session): the usual key
+        return super().__str__().replace(PRESET_KEY, "env")  # never named (raised outside a Session): the usual key
 
     def under(self, key: str) -> "BootstrapError":
         """This error, its message naming the preset as ``key``."""
-        self.args = tuple(arg.replace(PRESET, key) if isinstance(arg, str) else arg for arg in self.args)
+        self.args = tuple(arg.replace(PRESET_KEY, key) if isinstance(arg, str) else arg for arg in self.args)
         return self
 
 

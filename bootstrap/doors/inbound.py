@@ -21,8 +21,9 @@ import pickle
 import stat
 import struct
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Dict, List, NoReturn, Optional, Union
 
+StrPath = Union[str, "os.PathLike[str]"]  # a path as every reader here takes it
 MAX_TEXT_BYTES = 16 * 2**20  # a report or overrides.yaml is a few KiB; anything this large is not one
 MAX_DUMP_BYTES = 256 * 2**20  # a flight-recorder dump: 20,000 entries with stacks fit well within
 # Objects and lists inside one another. A report nests 8 deep, a flight-recorder dump 6; a reader that
@@ -34,7 +35,7 @@ class Unreadable(Exception):
     """A file that cannot be read as what it should be; ``str()`` is a one-line reason."""
 
 
-def read_bytes(path: Path, limit: int) -> bytes:
+def read_bytes(path: StrPath, limit: int) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes."""
     try:
         info = os.stat(path)  # follows a link; a dangling one is unreadable
@@ -53,14 +54,36 @@ def read_bytes(path: Path, limit: int) -> bytes:
     return data
 
 
-def read_text(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
+def read_text(path: StrPath, limit: int = MAX_TEXT_BYTES) -> str:
     try:
         return read_bytes(path, limit).decode("utf-8")
     except UnicodeDecodeError:
         raise Unreadable(f"{Path(path).name}: not UTF-8 text") from None
 
 
-def read_log_head(path: Path, limit: int) -> str:
+START_ENVIRON = Path("/proc/self/environ")  # Linux: the environment this process was started with, never updated
+MAX_ENVIRON_BYTES = 16 * 2**20  # Linux caps a process's arguments and environment at a quarter of its stack
+
+
+def read_start_environ(path: Path = START_ENVIRON) -> Optional[Dict[str, str]]:
+    """The environment this process was started with, as ``os.environ`` decoded it then; None where it cannot be
+    known: no such file (not Linux), unreadable, or not ``NAME=value`` entries (a program that wrote its title
+    over the area, as ``setproctitle`` may). A name given twice keeps its first value, as ``os.environ`` does."""
+    try:
+        data = read_bytes(path, MAX_ENVIRON_BYTES)
+    except Unreadable:
+        return None
+    start: Dict[str, str] = {}
+    for entry in data.split(b"\0"):
+        name, equals, value = entry.partition(b"=")
+        if not equals and entry:
+            return None  # not an environment any more
+        if name and equals:
+            start.setdefault(os.fsdecode(name), os.fsdecode(value))
+    return start
+
+
+def read_log_head(path: StrPath, limit: int) -> str:
     """The first ``limit`` bytes of a log another program writes (NCCL's, whose start-up lines come first),
     as text, bytes that are not UTF-8 replaced: a log line is read for one word, the rest never trusted."""
     try:
@@ -106,12 +129,16 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# Made once: json.loads with an argument makes a decoder on every call (5 us of a 4 KB report's 30).
+_STRICT_JSON = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def parse_json(text: str, what: str = "the file", typed: bool = False) -> Any:
     """Strict JSON: no NaN or Infinity (Python's parser takes them; JSON has neither), nested at most
     :data:`MAX_DEPTH` deep. ``typed``: the caller reads the result into a typed section at once
     (:mod:`bootstrap.doors.typed`), which bounds every field's depth itself, so the walk is not made twice."""
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = _STRICT_JSON.decode(text)
     except (ValueError, RecursionError):  # ValueError: not JSON, or an int past Python's digit limit
         raise Unreadable(f"{what}: not JSON") from None
     return value if typed else bounded_depth(value, what)
@@ -128,9 +155,9 @@ def parse_json_bytes(data: bytes, limit: int, what: str) -> Any:
     return parse_json(text, what)
 
 
-def read_json(path: Path, limit: int = MAX_TEXT_BYTES, typed: bool = False) -> Any:
+def read_json(path: StrPath, limit: int = MAX_TEXT_BYTES, typed: bool = False) -> Any:
     """A JSON file (:func:`parse_json`)."""
-    return parse_json(read_text(path, limit), Path(path).name, typed)
+    return parse_json(read_text(path, limit), os.path.basename(path), typed)  # basename: a Path costs 3 us
 
 
 def _yaml_loader():
@@ -139,7 +166,7 @@ def _yaml_loader():
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader where PyYAML has one: 10x faster
 
 
-def read_string_list(path: Path, limit: int = MAX_TEXT_BYTES) -> List[str]:
+def read_string_list(path: StrPath, limit: int = MAX_TEXT_BYTES) -> List[str]:
     """A YAML file holding a list of strings (Hydra's ``.hydra/overrides.yaml``); empty: ``[]``."""
     import yaml
 
@@ -155,7 +182,7 @@ def read_string_list(path: Path, limit: int = MAX_TEXT_BYTES) -> List[str]:
     raise Unreadable(f"{Path(path).name}: not a list of strings")
 
 
-def read_yaml_mapping(path: Path, limit: int = MAX_TEXT_BYTES) -> dict:
+def read_yaml_mapping(path: StrPath, limit: int = MAX_TEXT_BYTES) -> dict:
     """A YAML file holding a mapping (Hydra's ``.hydra/hydra.yaml``, a sweep's ``multirun.yaml``)."""
     import yaml
 
@@ -172,11 +199,11 @@ def read_yaml_mapping(path: Path, limit: int = MAX_TEXT_BYTES) -> dict:
 class _DataOnly(pickle.Unpickler):
     """Plain data only: a pickle found on disk must not run code when it is read."""
 
-    def find_class(self, module: str, name: str):
+    def find_class(self, module: str, name: str) -> NoReturn:
         raise pickle.UnpicklingError(f"plain data only, not {module}.{name}")
 
 
-def read_pickled_data(path: Path, limit: int = MAX_DUMP_BYTES) -> Any:
+def read_pickled_data(path: StrPath, limit: int = MAX_DUMP_BYTES) -> Any:
     """A pickle of plain data (dicts, lists, strings, numbers); one that names any class is refused."""
     import io
 
@@ -188,7 +215,7 @@ def read_pickled_data(path: Path, limit: int = MAX_DUMP_BYTES) -> Any:
     return bounded_depth(value, Path(path).name)
 
 
-def read_private_bytes(path: Path, limit: int, uid: Optional[int] = None) -> bytes:
+def read_private_bytes(path: StrPath, limit: int, uid: Optional[int] = None) -> bytes:
     """The bytes of key material: a regular file, not reached through a link, owned by ``uid`` (this
     user) and closed to everyone else (no group or other permission bits), of at most ``limit`` bytes.
 

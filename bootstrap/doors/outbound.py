@@ -37,7 +37,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, NoReturn, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, NoReturn, Optional
 
 from bootstrap.doors.inbound import MAX_DEPTH
 from bootstrap.doors.masking import MASK, is_secret, mask_credentials, masked, masked_line, masked_override
@@ -298,8 +298,8 @@ class MaskedLogs:
     through untouched."""
 
     _holds = 0
-    _previous: Optional[Any] = None
-    _factory: Optional[Any] = None
+    _previous: Optional[Callable[..., logging.LogRecord]] = None
+    _factory: Optional[Callable[..., logging.LogRecord]] = None
 
     @classmethod
     def hold(cls) -> None:
@@ -322,7 +322,8 @@ class MaskedLogs:
     def release(cls) -> None:
         with _lock:
             cls._holds = max(0, cls._holds - 1)
-            if cls._holds == 0 and cls._factory is not None and logging.getLogRecordFactory() is cls._factory:
+            if cls._holds == 0 and cls._previous is not None and cls._factory is not None \
+                    and logging.getLogRecordFactory() is cls._factory:  # both are set together
                 logging.setLogRecordFactory(cls._previous)
                 cls._previous = cls._factory = None
 

@@ -22,10 +22,19 @@ import os
 import re
 from dataclasses import field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 
 from bootstrap.doors import inbound
 from bootstrap.doors.inbound import Unreadable
+from bootstrap.doors.statuses import (
+    AgreementStatus,
+    ComputeVerdict,
+    GroupOwner,
+    GroupState,
+    JobStatus,
+    PreflightStatus,
+    Teardown,
+)
 from bootstrap.doors.torch_settings import SETTINGS
 from bootstrap.doors.typed import Count
 from bootstrap.doors.typed import Section as _Section
@@ -33,6 +42,8 @@ from bootstrap.doors.typed import section as _section
 from bootstrap.doors.typed import when_set as _when_set
 
 SCHEMA_VERSION = 3
+# What each version added that an earlier report cannot show: what `bootstrap diff` leaves out between versions.
+ADDED_IN = {2: ("the lint", "node_rank", "global_seed"), 3: ("the preflight check",)}
 REPORT_NAME = "bootstrap.json"
 
 
@@ -94,6 +105,10 @@ class Var(_Section):
     effective: bool
     note: str = ""
     withheld: bool = _when_set(False)
+    does_nothing_here: str = _when_set("")  # what this machine lacks for it to matter (then effective is false)
+
+
+PROCESS = "process"  # the Var.source of a value the process set for itself before the job started
 
 
 @_section
@@ -114,16 +129,20 @@ class Threads(_Section):
 
 
 # ``torch``: a field per env.torch setting, as the plan applied it; null in a report from before the setting.
-Torch = _section(type("Torch", (_Section,), {
-    "__module__": __name__, "__doc__": "``torch``: each env.torch setting (bootstrap.doors.torch_settings).",
-    "__annotations__": {s.name: Optional[s.kind] for s in SETTINGS}, **dict.fromkeys(s.name for s in SETTINGS)}))
+if TYPE_CHECKING:  # its fields are made from SETTINGS at import, which a type checker does not run
+    class Torch(_Section):
+        def __getattr__(self, name: str) -> Any: ...
+else:
+    Torch = _section(type("Torch", (_Section,), {
+        "__module__": __name__, "__doc__": "``torch``: each env.torch setting (bootstrap.doors.torch_settings).",
+        "__annotations__": {s.name: Optional[s.kind] for s in SETTINGS}, **dict.fromkeys(s.name for s in SETTINGS)}))
 
 
 @_section
 class GroupAtEnd(_Section):
     """``distributed.group_at_end``: the process group in use when the job ended, whoever made it."""
 
-    owner: Optional[str] = None  # bootstrap | framework
+    owner: Optional[GroupOwner] = None
     backend: Optional[str] = None
     world_size: Optional[Count] = None
     rank: Optional[Count] = None
@@ -153,7 +172,7 @@ class Difference(_Section):
 class Agreement(_Section):
     """``distributed.agreement``: did the ranks start alike (docs/distributed.md#ranks-that-disagree)."""
 
-    status: str = "not_checked"  # agreed | differs | stopped | off | single | not_checked
+    status: AgreementStatus = AgreementStatus.NOT_CHECKED
     policy: Optional[str] = None  # env.distributed.agree: error | warn | off
     via: Optional[str] = None  # store | group_store | rank0_report
     when: Optional[str] = None  # the moment of the comparison, in words
@@ -165,6 +184,25 @@ class Agreement(_Section):
     more_differences: Count = _when_set(0)  # differences beyond those listed (a peer that differs in thousands)
     message: Optional[str] = None  # what the job logged or stopped with
     note: Optional[str] = None  # why it was not compared
+
+
+@_section
+class Hang(_Section):
+    """``distributed.hang``: what the flight recorder's dumps of a failed run show (docs/hangs.md); every text
+    one cleaned line."""
+
+    dump_dir: str = ""  # where the dumps are (``bootstrap hang DUMP_DIR``)
+    dumps: List[str] = field(default_factory=list)  # this run's dumps, by name
+    ranks: List[Count] = field(default_factory=list)  # ranks with a readable dump of this run
+    world_size: Optional[Count] = None
+    finding: Optional[str] = None  # the findings as one line (torchrun's summary); null: no divergence
+    findings: List[str] = field(default_factory=list)  # one sentence each
+    groups: List[str] = field(default_factory=list)  # one line per process group: the last collective in common
+    missing: Optional[str] = None  # ranks of the world without a dump of this run, as ranges
+    stale: List[str] = field(default_factory=list)  # dumps from an earlier run: left in place, not analysed
+    unreadable: List[str] = field(default_factory=list)  # "name: reason"
+    notes: List[str] = field(default_factory=list)  # what was not analysed, and why
+    run_started_ns: Optional[int] = None  # the run's start the dumps were judged by; null: unknown
 
 
 @_section
@@ -181,11 +219,11 @@ class Distributed(_Section):
     master_port: Optional[int] = None
     job_id: Optional[str] = None
     backend: Optional[str] = None
-    process_group: str = "none"  # created | existing | none, when the job started
-    teardown: Optional[str] = None  # destroyed | left, at job end
+    process_group: GroupState = GroupState.NONE  # when the job started
+    teardown: Optional[Teardown] = None  # at job end
     mesh: Optional[Dict[str, Count]] = None
     group_at_end: Optional[GroupAtEnd] = None
-    hang: Optional[Dict[str, Any]] = None  # bootstrap.distributed.hang's findings, as it writes them
+    hang: Optional[Hang] = None  # after a failure under a group: what the flight recorder's dumps show
     agreement: Optional[Agreement] = None  # null in a report written before the check existed, and in a preview
 
 
@@ -195,7 +233,7 @@ class PreflightRank(_Section):
 
     rank: Count
     host: str = ""
-    compute: str = "not_run"  # ok | not_finite | wrong | not_run: the matmul's result against float64
+    compute: ComputeVerdict = ComputeVerdict.NOT_RUN  # the matmul's result against float64
     tflops: Optional[float] = None  # the matmul's speed
     busbw_gbps: Optional[float] = None  # the world's all_reduce, as this rank timed it (largest message)
     node_busbw_gbps: Optional[float] = None  # the all_reduce within its node (more than one node only)
@@ -223,7 +261,7 @@ class PreflightFinding(_Section):
 class Preflight(_Section):
     """``preflight``: did every rank compute right and fast, and the network carry what the preset expects."""
 
-    status: str = "skipped"  # ok | slow | faulty | skipped
+    status: PreflightStatus = PreflightStatus.SKIPPED
     mode: Optional[str] = None  # env.preflight.mode
     note: Optional[str] = None  # why it was skipped, or which part was
     budget_s: Optional[float] = None  # env.preflight.seconds (within distributed.timeout_s)
@@ -265,10 +303,10 @@ class Timings(_Section):
 
 @_section
 class Job(_Section):
-    """``job``: how the job ended (``status``: a ``bootstrap.core.report.JobStatus`` value) and the task's metrics."""
+    """``job``: how the job ended, and the task's metrics."""
 
     num: Optional[Count] = None
-    status: Optional[str] = None
+    status: Optional[JobStatus] = None
     metrics: Optional[Dict[str, float]] = None
     metrics_skipped: List[str] = _when_set(factory=list)
     error: Optional[str] = _when_set()
@@ -320,7 +358,7 @@ def report_names(names: Iterable[str]) -> List[str]:
     return ([REPORT_NAME] if REPORT_NAME in names else []) + [name for _, name in ranks]
 
 
-def report_paths(job_dir: os.PathLike) -> List[Path]:
+def report_paths(job_dir: inbound.StrPath) -> List[Path]:
     """The reports in ``job_dir`` (see :func:`report_names`); none when it cannot be listed."""
     try:
         names = os.listdir(job_dir)
@@ -365,11 +403,14 @@ def upgraded(data: Any) -> Any:
     return data
 
 
-def read_report(path: os.PathLike) -> Report:
+def read_report(path: inbound.StrPath) -> Report:
     """The report in ``path``, of any schema version this package has written; raises only
     :class:`~bootstrap.doors.inbound.Unreadable` (``bootstrap.json: job.num: ...``)."""
     data = inbound.read_json(path, typed=True)  # the typed Report bounds every field's depth
     try:
         return Report.from_json(upgraded(data))
     except Unreadable as error:
-        raise Unreadable(f"{os.path.basename(path)}: {error}") from None
+        version = data.get("schema_version") if type(data) is dict else None
+        newer = f" (written by a newer hydra-train-bootstrap, schema_version {version}; this one reads 1 to " \
+                f"{SCHEMA_VERSION}: upgrade it)" if type(version) is int and version > SCHEMA_VERSION else ""
+        raise Unreadable(f"{os.path.basename(path)}: {error}{newer}") from None

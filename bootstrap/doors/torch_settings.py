@@ -5,7 +5,10 @@ A row's name is the setting's field in the schema, its key in ``Plan.torch`` and
 from them, hence its place with the doors. Torch is passed in: nothing here imports it."""
 
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
+
+if TYPE_CHECKING:  # records reads this module's SETTINGS at import
+    from bootstrap.doors.records import Torch
 
 
 @dataclass(frozen=True)
@@ -16,6 +19,9 @@ class Setting:
     read: Callable[[Any], Any]  # torch -> what restoring needs: the value, unless `restore` is given
     set: Callable[[Any, Any], None]  # (torch, the plan's value)
     restore: Optional[Callable[[Any, Any], None]] = None  # (torch, what `read` gave); None: `set` does
+    # What ranks that differ in it risk (bootstrap.core.comparison.kind_of): "numerics" (results differ, a warning)
+    # or "speed" (only the time a step takes).
+    difference_kind: str = "numerics"
 
 
 def _set_deterministic(torch: Any, state: Tuple[bool, bool, bool]) -> None:
@@ -33,7 +39,7 @@ SETTINGS: Tuple[Setting, ...] = (
     Setting("cudnn_allow_tf32", bool, "cuDNN allow_tf32", lambda torch: torch.backends.cudnn.allow_tf32,
             lambda torch, value: setattr(torch.backends.cudnn, "allow_tf32", value)),
     Setting("cudnn_benchmark", bool, "cuDNN benchmark", lambda torch: torch.backends.cudnn.benchmark,
-            lambda torch, value: setattr(torch.backends.cudnn, "benchmark", value)),
+            lambda torch, value: setattr(torch.backends.cudnn, "benchmark", value), difference_kind="speed"),
     Setting("deterministic", bool, "deterministic",
             lambda torch: (torch.are_deterministic_algorithms_enabled(),
                            torch.is_deterministic_algorithms_warn_only_enabled(), torch.backends.cudnn.deterministic),
@@ -41,11 +47,11 @@ SETTINGS: Tuple[Setting, ...] = (
     Setting("detect_anomaly", bool, "detect anomaly",
             lambda torch: (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
             lambda torch, on: torch.autograd.set_detect_anomaly(on),
-            restore=lambda torch, state: torch.autograd.set_detect_anomaly(*state)),
+            restore=lambda torch, state: torch.autograd.set_detect_anomaly(*state), difference_kind="speed"),
 )
 
 
-def doctor_rows(section: Any) -> List[Tuple[str, str]]:
+def doctor_rows(section: "Torch") -> List[Tuple[str, str]]:
     """The doctor's rows for a report's ``torch`` section (a ``records.Torch``); a setting it lacks shows ``-``."""
     values = [(s.label, getattr(section, s.name)) for s in SETTINGS]
     return [(label, "-" if value is None else str(value)) for label, value in values]

@@ -1,5 +1,5 @@
 """Plain data anyone may have written (parsed JSON, a pickle's dicts and lists), read strictly into typed
-values, bounded. Pure. Either way raises :class:`Wrong` with a one-line reason; the caller names the file.
+values, bounded. Pure. Either way raises :class:`WrongShape` with a one-line reason; the caller names the file.
 
 - :func:`section`: a dataclass reads itself by its fields' types, and writes itself back (:func:`to_json`):
   the report (:mod:`bootstrap.doors.records`). Every field's type bounds its depth, and a free-form object
@@ -14,26 +14,30 @@ import dataclasses
 import math
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, NewType, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, NewType, Optional, Tuple, Type, TypeVar
 
 from bootstrap.doors.inbound import MAX_DEPTH, Unreadable, bounded_depth
+from bootstrap.doors.textenum import TextEnum
 
 # A whole number from 0 to 2**53: a job number, a rank, a thread count. Past 2**53 it would not
 # survive a float in another reader, and none of these is ever that large.
-Count = NewType("Count", int)
+if TYPE_CHECKING:  # to a type checker a plain int: its range is checked where it is read (_count), not at each use
+    Count = int
+else:  # at run time a type of its own, so a section's field finds its reader
+    Count = NewType("Count", int)
 MAX_COUNT = 2**53
 MAX_INT = 2**63  # seeds, ports, nanoseconds: within 64 bits
 
 
-class Wrong(Exception):
+class WrongShape(Exception):
     """A value of the wrong shape; ``path`` grows (from the inside out) on its way up to the whole."""
 
     def __init__(self, reason: str, path: Tuple[Any, ...] = ()):
         super().__init__(reason)
         self.reason, self.path = reason, path
 
-    def at(self, key: Any) -> "Wrong":
-        return Wrong(self.reason, (key, *self.path))
+    def at(self, key: Any) -> "WrongShape":
+        return WrongShape(self.reason, (key, *self.path))
 
     def where(self, whole: str) -> str:
         parts = []
@@ -52,31 +56,31 @@ class Wrong(Exception):
 def _text(value: Any) -> str:
     if type(value) is str:
         return value
-    raise Wrong("not text")
+    raise WrongShape("not text")
 
 
 def _text_or_none(value: Any) -> Optional[str]:
     if value is None or type(value) is str:
         return value
-    raise Wrong("not text or null")
+    raise WrongShape("not text or null")
 
 
 def _int(value: Any) -> int:
     if type(value) is int and -MAX_INT <= value < MAX_INT:
         return value
-    raise Wrong("not a whole number within 64 bits")
+    raise WrongShape("not a whole number within 64 bits")
 
 
 def _count(value: Any) -> int:
     if type(value) is int and 0 <= value < MAX_COUNT:
         return value
-    raise Wrong("not a whole number from 0 to 2**53")
+    raise WrongShape("not a whole number from 0 to 2**53")
 
 
 def _flag(value: Any) -> bool:
     if value is True or value is False:
         return value
-    raise Wrong("not true or false")
+    raise WrongShape("not true or false")
 
 
 def _number(value: Any) -> float:
@@ -88,18 +92,18 @@ def _number(value: Any) -> float:
             return float(value)
         except OverflowError:  # a 400-digit integer
             pass
-    raise Wrong("not a finite number")
+    raise WrongShape("not a finite number")
 
 
 def _object(value: Any) -> dict:
     """A free-form object (``Dict[str, Any]``): the one type whose depth the schema does not bound, so it is
     bounded here (:data:`bootstrap.doors.inbound.MAX_DEPTH`)."""
     if type(value) is not dict:
-        raise Wrong("not an object")
+        raise WrongShape("not an object")
     try:
         return bounded_depth(value, "")
     except Unreadable:
-        raise Wrong(f"nested more than {MAX_DEPTH} deep") from None
+        raise WrongShape(f"nested more than {MAX_DEPTH} deep") from None
 
 
 def _or_none(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -112,12 +116,12 @@ def _or_none(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
 def _list_of(read: Callable[[Any], Any]) -> Callable[[Any], list]:
     def read_list(value: Any) -> list:
         if type(value) is not list:
-            raise Wrong("not a list")
+            raise WrongShape("not a list")
         items = []
         for index, item in enumerate(value):
             try:
                 items.append(read(item))
-            except Wrong as wrong:
+            except WrongShape as wrong:
                 raise wrong.at(index) from None
         return items
 
@@ -127,12 +131,12 @@ def _list_of(read: Callable[[Any], Any]) -> Callable[[Any], list]:
 def _mapping_of(read: Callable[[Any], Any]) -> Callable[[Any], dict]:
     def read_mapping(value: Any) -> dict:
         if type(value) is not dict:
-            raise Wrong("not an object")
+            raise WrongShape("not an object")
         items = {}
         for key, item in value.items():
             try:
                 items[key] = read(item)
-            except Wrong as wrong:
+            except WrongShape as wrong:
                 raise wrong.at(key) from None
         return items
 
@@ -156,10 +160,25 @@ _RANGE: Dict[Any, Tuple[int, int]] = {
 }
 
 
+def _one_of(enumeration: Any) -> Callable[[Any], Any]:
+    """A status field: its text, as the enumeration's member."""
+    members = enumeration._value2member_map_
+    expected = f"not one of {', '.join(members)}"
+
+    def read_member(value: Any) -> Any:
+        if type(value) is str and value in members:
+            return members[value]
+        raise WrongShape(expected)
+
+    return read_member
+
+
 def _reader(hint: Any) -> Callable[[Any], Any]:
     """The reader for a field's type, made once when its section is defined."""
     if hint in _READERS:
         return _READERS[hint]
+    if isinstance(hint, type) and issubclass(hint, TextEnum):
+        return _one_of(hint)
     if isinstance(hint, type) and hasattr(hint, "_read"):  # a section
         return hint._read
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -174,6 +193,16 @@ def _reader(hint: Any) -> Callable[[Any], Any]:
 
 # -- sections ---------------------------------------------------------------------------------
 _REQUIRED = object()
+_S = TypeVar("_S", bound="Section")
+# One field of a section, as its reader and writer use it: JSON name, attribute, reader, default (a factory, or
+# _REQUIRED), written only when set, the types checked without a call, and the [low, high) of a whole number.
+_Field = Tuple[str, str, Callable[[Any], Any], Any, bool, Tuple[type, ...], int, int]
+
+if TYPE_CHECKING:  # tells a type checker what @section makes; typing has it from 3.11, and it does nothing at run time
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
+        return lambda decorated: decorated
 
 
 def when_set(default: Any = None, factory: Optional[Callable[[], Any]] = None) -> Any:
@@ -183,13 +212,15 @@ def when_set(default: Any = None, factory: Optional[Callable[[], Any]] = None) -
     return field(default=default, metadata={"omit_default": True})
 
 
-def section(cls: type) -> type:
+# when_set is no field specifier: it always gives a default, which a type checker reads only from keywords.
+@dataclass_transform(kw_only_default=True, field_specifiers=(field,))
+def section(cls: Type[_S]) -> Type[_S]:
     """Make ``cls`` a dataclass that reads itself from JSON (``_read``) and writes itself (``to_json``).
     A field's JSON name is its own, or its metadata's ``json`` (``from_`` is ``from``); an absent field
     takes its default, and a key the section does not know is ignored."""
     cls = dataclass(cls, kw_only=True)  # fields in the order the JSON holds them, defaults or not
     hints = {f.name: f.type for f in dataclasses.fields(cls)}  # evaluated types: no __future__ annotations here
-    spec = []
+    entries: List[_Field] = []
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING:
             default: Any = lambda value=f.default: value  # noqa: E731 - a factory, as default_factory is
@@ -197,15 +228,15 @@ def section(cls: type) -> type:
             default = f.default_factory
         else:
             default = _REQUIRED
-        spec.append((f.metadata.get("json", f.name), f.name, _reader(hints[f.name]), default,
-                     f.metadata.get("omit_default", False), _SIMPLE.get(hints[f.name], ()),
-                     *_RANGE.get(hints[f.name], (0, 0))))
-    cls._spec = spec = tuple(spec)
+        entries.append((f.metadata.get("json", f.name), f.name, _reader(hints[f.name]), default,
+                        f.metadata.get("omit_default", False), _SIMPLE.get(hints[f.name], ()),
+                        *_RANGE.get(hints[f.name], (0, 0))))
+    cls._spec = spec = tuple(entries)
     new = object.__new__
 
     def _read(value: Any) -> Any:
         if type(value) is not dict:
-            raise Wrong("not an object")
+            raise WrongShape("not an object")
         read_section = new(cls)  # the values are checked here: no __init__ to run them through again
         values = read_section.__dict__
         get = value.get
@@ -218,10 +249,10 @@ def section(cls: type) -> type:
             elif item is not _REQUIRED:
                 try:
                     values[attribute] = read(item)
-                except Wrong as wrong:
+                except WrongShape as wrong:
                     raise wrong.at(key) from None
             elif default is _REQUIRED:
-                raise Wrong("missing", (key,))
+                raise WrongShape("missing", (key,))
             else:
                 values[attribute] = default()
         return read_section
@@ -250,24 +281,23 @@ def to_json(value: Any) -> Any:
 
 
 class Section:
-    _read: Callable[[Any], Any]  # made by @section
+    # Made by @section (each subclass is a dataclass):
+    __dataclass_fields__: ClassVar[Dict[str, "dataclasses.Field[Any]"]]
+    _spec: ClassVar[Tuple[_Field, ...]]
+    _read: ClassVar[Callable[[Any], Any]]
 
     @classmethod
-    def from_json(cls, data: Any) -> Any:
+    def from_json(cls: Type[_S], data: Any) -> _S:
         """The section from parsed JSON; raises :class:`~bootstrap.doors.inbound.Unreadable` naming the first
         wrong field (``job.metrics.loss: not a finite number``)."""
         try:
             return cls._read(data)
-        except Wrong as wrong:
+        except WrongShape as wrong:
             raise Unreadable(f"{wrong.where('the ' + cls.__name__.lower())}: {wrong.reason}") from None
 
     def to_json(self) -> Dict[str, Any]:
         """This section as JSON data."""
         return to_json(self)
-
-    def __getitem__(self, key: str) -> Any:
-        """Read-only, as before the report was typed: ``session.report["threads"]["intra_op"]``."""
-        return self.to_json()[key]
 
 
 # -- one named value of data without a schema -------------------------------------------------
@@ -286,17 +316,17 @@ def whole(value: Any, what: str, limit: Optional[int], optional: bool = False) -
     if value is None and optional:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
-        raise Wrong(f"{what} is a {kind(value)}, not an int")
+        raise WrongShape(f"{what} is a {kind(value)}, not an int")
     if value < 0:
-        raise Wrong(f"{what} is negative")
+        raise WrongShape(f"{what} is negative")
     if limit is not None and value >= limit:
-        raise Wrong(f"{what} is {shown(value)}, more than {limit - 1}")
+        raise WrongShape(f"{what} is {shown(value)}, more than {limit - 1}")
     return value
 
 
 def boolean(value: Any, what: str) -> bool:
     if not isinstance(value, bool):
-        raise Wrong(f"{what} is a {kind(value)}, not a bool")
+        raise WrongShape(f"{what} is a {kind(value)}, not a bool")
     return value
 
 
@@ -306,9 +336,9 @@ def text(value: Any, what: str, limit: int, optional: bool = False, cut: bool = 
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise Wrong(f"{what} is a {kind(value)}, not text")
+        raise WrongShape(f"{what} is a {kind(value)}, not text")
     if len(value) > limit:
         if cut:
             return value[:limit] + "..."
-        raise Wrong(f"{what} is {len(value)} characters long, more than {limit}")
+        raise WrongShape(f"{what} is {len(value)} characters long, more than {limit}")
     return value

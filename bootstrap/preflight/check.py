@@ -15,17 +15,21 @@ import itertools
 import os
 import statistics
 import time
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.distributed.waits import Deadline
 from bootstrap.doors import inbound, outbound, records
-from bootstrap.doors.errors import PRESET
+from bootstrap.doors.errors import PRESET_KEY
+from bootstrap.doors.statuses import ComputeVerdict
 from bootstrap.preflight import figures as rank_figures
 from bootstrap.preflight import measure, nccl_log
 from bootstrap.preflight.figures import Compute, RankFigures
 from bootstrap.preflight.request import Request, planned, skipped_because
 from bootstrap.preflight.verdict import MAX_NAMED, Finding, judge, status
+
+if TYPE_CHECKING:
+    from torch.distributed import ProcessGroup
 
 MAX_RANKS_LISTED = 64  # ranks a report lists with their figures (rank 0, this rank, the slowest, those named)
 
@@ -54,7 +58,7 @@ def run(request: Request) -> records.Preflight:
     findings = judge(world, request.floors, request.max_skew, request.device.split(":")[0], request.backend or "",
                      request.network, extra, request.key)
     _summarise(record, world, own, findings)
-    record.note = "; ".join(notes).replace(PRESET, request.key) or None
+    record.note = "; ".join(notes).replace(PRESET_KEY, request.key) or None
     if request.device.startswith("cuda"):
         import torch
 
@@ -129,23 +133,24 @@ def _collectives(request: Request, record: records.Preflight, own: RankFigures, 
                 dist.destroy_process_group(group)
 
 
-def _gathered(meeting: measure.Meeting, group, own: RankFigures, device: str, stage: str) -> List[RankFigures]:
+def _gathered(meeting: measure.Meeting, group: Optional[ProcessGroup], own: RankFigures,
+              device: str, stage: str) -> List[RankFigures]:
     """Every rank's figures as it sent them, this rank's too, so that every rank judges the same bytes."""
     sent = measure.gather(meeting, group, rank_figures.pack(own), device, stage)
     return [rank_figures.unpack(rank, data) for rank, data in enumerate(sent)]
 
 
 def _unfinished(unfinished: measure.Unfinished) -> Finding:
-    budget = f"{PRESET}.preflight.seconds={unfinished.budget_s:g}"
+    budget = f"{PRESET_KEY}.preflight.seconds={unfinished.budget_s:g}"
     if unfinished.absent:
         more = "" if unfinished.complete else " (and more)"
         said = (f"{unfinished.absent.text()}{more} had not arrived: a rank stuck before the check, or one that "
-                f"does not run it ({PRESET}.preflight.mode=off there?)")
+                f"does not run it ({PRESET_KEY}.preflight.mode=off there?)")
     elif not unfinished.complete:  # the store that says who arrived was gone too
         said = "the ranks' store could not be read to name who had not arrived: rank 0, which hosts it, has ended?"
     else:
         said = (f"every rank had arrived: the network is far slower than the budget allows; raise {budget} or "
-                f"lower {PRESET}.preflight.sizes_mb")
+                f"lower {PRESET_KEY}.preflight.sizes_mb")
     return Finding("unfinished", f"{unfinished.what} did not finish within {budget}: {said}",
                    list(itertools.islice(unfinished.absent, MAX_NAMED)))
 
@@ -158,18 +163,19 @@ def _listed(world: Sequence[RankFigures], own: RankFigures, slowest: Optional[Ra
 
 
 def _as_record(rank: RankFigures) -> records.PreflightRank:
-    return records.PreflightRank(rank=rank.rank, host=rank.host, compute=Compute(rank.compute).name.lower(),
+    compute = ComputeVerdict(Compute(rank.compute).name.lower())
+    return records.PreflightRank(rank=rank.rank, host=rank.host, compute=compute,
                                  tflops=rank.tflops, busbw_gbps=rank.busbw_gbps,
                                  node_busbw_gbps=rank.node_busbw_gbps)
 
 
 def _summarise(record: records.Preflight, world: Sequence[RankFigures], own: RankFigures,
                findings: Sequence[Finding]) -> None:
-    measured = [rank for rank in world if rank.tflops is not None]
-    slowest = min(measured, key=lambda rank: rank.tflops) if measured else None  # type: ignore[arg-type,return-value]
+    measured = [(rank.tflops, rank) for rank in world if rank.tflops is not None]
+    slowest = min(measured, key=lambda pair: pair[0])[1] if measured else None
     seen_busbw = [rank.busbw_gbps for rank in world if rank.busbw_gbps is not None]
     record.world_size = len(world)
-    record.median_tflops = statistics.median(rank.tflops for rank in measured) if measured else None
+    record.median_tflops = statistics.median(tflops for tflops, _ in measured) if measured else None
     record.busbw_gbps = statistics.median(seen_busbw) if seen_busbw else None
     record.slowest = _as_record(slowest) if slowest else None
     record.ranks = [_as_record(rank) for rank in _listed(world, own, slowest, findings)]

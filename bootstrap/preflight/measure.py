@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
 from bootstrap.distributed.agree_store import absent_ranks
 from bootstrap.distributed.ranks import Ranks
@@ -28,6 +28,9 @@ from bootstrap.distributed.waits import Deadline
 from bootstrap.preflight import figures as rank_figures
 from bootstrap.preflight.figures import Compute
 from bootstrap.preflight.verdict import compute_error, compute_verdict
+
+if TYPE_CHECKING:  # torch is imported where it is used
+    from torch.distributed import ProcessGroup, Store
 
 MATRIX = {"cpu": 512, "cuda": 8192}  # n of the matmul: a few ms a product on either (TF32 on H100: 1.1 TFLOP)
 COMPUTE_SHARE = 0.25  # of the budget, at most, for the matmuls: the collectives must fit the rest
@@ -55,7 +58,7 @@ class ComputeResult:
     precision: str
 
 
-def _synchronize(device: str):
+def _synchronize(device: str) -> Callable[[], None]:
     import torch
 
     return torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
@@ -98,14 +101,14 @@ class Meeting:
     never came when one does not finish. Use as a context manager: the store's timeout, which the marks bound by
     the deadline, is the job's again afterwards (NCCL's later sub-groups wait through it)."""
 
-    def __init__(self, store, key: str, rank: int, world_size: int, deadline: Deadline):
+    def __init__(self, store: Store, key: str, rank: int, world_size: int, deadline: Deadline):
         self.store, self.key, self.rank, self.world_size, self.deadline = store, key, rank, world_size, deadline
-        self._timeout = store.timeout
+        self._timeout = store.timeout  # type: ignore[attr-defined]  # torch's stubs lack Store.timeout
 
     def __enter__(self) -> "Meeting":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.store.set_timeout(self._timeout)
 
     def arrive(self, stage: str) -> None:
@@ -129,7 +132,7 @@ class Meeting:
             work.wait()  # done: raises what the collective failed with, if it did
 
 
-def new_group(meeting: Meeting, ranks: Optional[List[int]], stage: str):
+def new_group(meeting: Meeting, ranks: Optional[List[int]], stage: str) -> ProcessGroup:
     """A process group of ``ranks`` (None: the world) for the check alone, made by every rank of the world, with
     what is left of the budget as its timeout."""
     import torch.distributed as dist
@@ -161,7 +164,8 @@ class Timed:
         return rank_figures.bus_bandwidth_gbps(self.bytes * self.reps, self.seconds, self.ranks)
 
 
-def all_reduce(meeting: Meeting, group, device: str, sizes_mb: Sequence[float], stage: str) -> List[Timed]:
+def all_reduce(meeting: Meeting, group: Optional[ProcessGroup], device: str, sizes_mb: Sequence[float],
+               stage: str) -> List[Timed]:
     """Each size's all_reduce over ``group`` (None: the world), timed on this rank."""
     import torch
     import torch.distributed as dist
@@ -181,7 +185,7 @@ def all_reduce(meeting: Meeting, group, device: str, sizes_mb: Sequence[float], 
     return timed
 
 
-def gather(meeting: Meeting, group, record: bytes, device: str, stage: str) -> List[bytes]:
+def gather(meeting: Meeting, group: Optional[ProcessGroup], record: bytes, device: str, stage: str) -> List[bytes]:
     """Every rank's ``record`` (all of one size), in rank order."""
     import torch
     import torch.distributed as dist

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional, Tuple
 
 from bootstrap.doors import records
-from bootstrap.doors.errors import PRESET
+from bootstrap.doors.errors import PRESET_KEY
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,11 @@ class Request:
 def skipped_because(request: Request) -> Optional[str]:
     """Why the check does not run at all, or None."""
     if request.mode == "off":
-        return f"{PRESET}.preflight.mode=off"
+        return f"{PRESET_KEY}.preflight.mode=off"
     if not (request.compares or request.has_floor or request.network is not None or request.always):
         alone = "one process" if request.world_size == 1 else \
-            f"no process group yet (a framework makes it later, or {PRESET}.distributed.init=never)"
-        return (f"{alone} and no floor: nothing to compare with (set {PRESET}.preflight.min_tflops to check "
+            f"no process group yet (a framework makes it later, or {PRESET_KEY}.distributed.init=never)"
+        return (f"{alone} and no floor: nothing to compare with (set {PRESET_KEY}.preflight.min_tflops to check "
                 "this machine alone)")
     return None
 
@@ -78,7 +78,7 @@ def planned(request: Request) -> records.Preflight:
                                network_expected=request.network)
     why = skipped_because(request)
     if why:
-        record.note = "; ".join(filter(None, [request.note, why.replace(PRESET, request.key)]))
+        record.note = "; ".join(filter(None, [request.note, why.replace(PRESET_KEY, request.key)]))
     return record
 
 

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence
 
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.doors import outbound
-from bootstrap.doors.errors import PRESET
+from bootstrap.doors.errors import PRESET_KEY
+from bootstrap.doors.statuses import PreflightStatus as Status
 from bootstrap.preflight.figures import Compute, RankFigures
 from bootstrap.preflight.request import Floors
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 MAX_NAMED = 8  # ranks a finding names with their figures; the rest are counted
 
@@ -35,13 +39,6 @@ MAX_NAMED = 8  # ranks a finding names with their figures; the rest are counted
 TOLERANCE = {"highest": 1e-5, "high": 1e-3, "medium": 5e-3}
 
 
-class Status:
-    OK = "ok"
-    SLOW = "slow"
-    FAULTY = "faulty"
-    SKIPPED = "skipped"
-
-
 @dataclass
 class Finding:
     kind: str  # faulty | slow | min_tflops | min_busbw_gbps | min_node_busbw_gbps | network | unfinished
@@ -53,7 +50,7 @@ class Finding:
         return self.kind in ("faulty", "unfinished")
 
 
-def compute_error(result, reference, a_rows, b) -> float:
+def compute_error(result: Tensor, reference: Tensor, a_rows: Tensor, b: Tensor) -> float:
     """The largest error of an element of ``result`` (rows of A @ B) against ``reference`` (the same in float64),
     scaled by the norms of its row of A (``a_rows``) and its column of ``b``; inf when it holds NaN or Inf."""
     import torch
@@ -71,11 +68,11 @@ def compute_verdict(error: float, precision: str) -> Compute:
     return Compute.WRONG if error > TOLERANCE.get(precision, TOLERANCE["medium"]) else Compute.OK
 
 
-def _figure(value: float) -> str:
-    return f"{value:.3g}"
+def _figure(value: Optional[float]) -> str:
+    return f"{value:.3g}" if value is not None else "none"
 
 
-def _named(ranks: Sequence[RankFigures], what) -> str:
+def _named(ranks: Sequence[RankFigures], what: Callable[[RankFigures], str]) -> str:
     """``rank 1 (host-a) 0.016 TFLOP/s, rank 5 (host-b) ...``: at most MAX_NAMED, then a count."""
     shown = [f"rank {r.rank} ({r.host}){what(r)}" for r in ranks[:MAX_NAMED]]
     more = len(ranks) - MAX_NAMED
@@ -122,7 +119,7 @@ def _slow(figures: Sequence[RankFigures], max_skew: float) -> List[Finding]:
     medians = {r.rank: median for r, median in slow}
     text = _named([r for r, _ in slow], lambda r: f" is {ratios[r.rank]:.1f}x slower than the other ranks' median "
                                                   f"({_figure(r.tflops)} TFLOP/s against {_figure(medians[r.rank])})")
-    return [Finding("slow", f"{text}, above {PRESET}.preflight.max_skew={max_skew:g}: another process on its "
+    return [Finding("slow", f"{text}, above {PRESET_KEY}.preflight.max_skew={max_skew:g}: another process on its "
                             f"CPUs or GPU, a throttling GPU (nvidia-smi -q -d PERFORMANCE), or a shared core?",
                     [r.rank for r, _ in slow[:MAX_NAMED]])]
 
@@ -135,10 +132,10 @@ def _low_compute(figures: Sequence[RankFigures], floor: Optional[float], device:
     if not low:
         return []
     why = ("a GPU throttled or capped (nvidia-smi -q -d PERFORMANCE,POWER), another job on it, or matmuls "
-           f"without TF32 ({PRESET}.torch.matmul_precision=high)") if device == "cuda" else \
+           f"without TF32 ({PRESET_KEY}.torch.matmul_precision=high)") if device == "cuda" else \
         "fewer or busier CPUs than the floor assumes"
-    text = _named(low, lambda r: f" {_figure(r.tflops)} TFLOP/s")  # type: ignore[arg-type]
-    return [Finding("min_tflops", f"{text} in a matmul, under the floor {PRESET}.preflight.min_tflops={floor:g}: "
+    text = _named(low, lambda r: f" {_figure(r.tflops)} TFLOP/s")
+    return [Finding("min_tflops", f"{text} in a matmul, under the floor {PRESET_KEY}.preflight.min_tflops={floor:g}: "
                                   f"{why}", [r.rank for r in low[:MAX_NAMED]])]
 
 
@@ -151,8 +148,8 @@ def _network(figures: Sequence[RankFigures], expected: Optional[str]) -> List[Fi
     if not wrong:
         return []
     text = _named(wrong, lambda r: f" NCCL uses {r.network}")
-    return [Finding("network", f"{text}, and {PRESET}.preflight.network={expected} expects {expected}: NCCL fell back "
-                               "after its plugin or device was not found; read the 'NET/' lines of its log "
+    return [Finding("network", f"{text}, and {PRESET_KEY}.preflight.network={expected} expects {expected}: NCCL fell "
+                               "back after its plugin or device was not found; read the 'NET/' lines of its log "
                                "(nccl.<host>.<pid>.log in the job's directory), and set NCCL_NET so that it fails "
                                "instead of falling back", [r.rank for r in wrong[:MAX_NAMED]])]
 
@@ -172,7 +169,7 @@ def _low_world(figures: Sequence[RankFigures], floor: Optional[float], backend: 
     if world >= floor:
         return []
     return [Finding("min_busbw_gbps", f"the world's all_reduce bus bandwidth is {_figure(world)} GB/s over "
-                                      f"{len(figures)} ranks, under the floor {PRESET}.preflight.min_busbw_gbps="
+                                      f"{len(figures)} ranks, under the floor {PRESET_KEY}.preflight.min_busbw_gbps="
                                       f"{floor:g}: {_network_advice(backend)}")]
 
 
@@ -198,7 +195,7 @@ def _low_nodes(figures: Sequence[RankFigures], floor: Optional[float], backend: 
            if backend == "nccl" else "the node's CPUs or memory are busy")
     text = ", ".join(f"{Ranks.of(r.rank for r in ranks).text()} on {ranks[0].host} {_figure(value)} GB/s"
                      for ranks, value in low[:MAX_NAMED])
-    return [Finding("min_node_busbw_gbps", f"the all_reduce within a node is under the floor {PRESET}.preflight."
+    return [Finding("min_node_busbw_gbps", f"the all_reduce within a node is under the floor {PRESET_KEY}.preflight."
                                            f"min_node_busbw_gbps={floor:g}: {text}: {why}",
                     [ranks[0].rank for ranks, _ in low[:MAX_NAMED]])]
 
@@ -212,11 +209,11 @@ def judge(figures: Sequence[RankFigures], floors: Floors, max_skew: float, devic
              *_low_world(figures, floors.min_busbw_gbps, backend),
              *_low_nodes(figures, floors.min_node_busbw_gbps, backend), *_network(figures, network), *extra]
     for finding in found:
-        finding.message = outbound.finding(finding.message.replace(PRESET, key))
+        finding.message = outbound.finding(finding.message.replace(PRESET_KEY, key))
     return sorted(found, key=lambda finding: not finding.faulty)
 
 
-def status(findings: Sequence[Finding]) -> str:
+def status(findings: Sequence[Finding]) -> Status:
     if any(finding.faulty for finding in findings):
         return Status.FAULTY
     return Status.SLOW if findings else Status.OK

@@ -59,5 +59,5 @@ def note(environments: Sequence[Tuple[str, Mapping[str, str]]]) -> str:
             parts.append(f"{len(rest)} other values in {sum(len(jobs) for jobs in rest)} jobs")
         lines.append(f"- {_value(key)}: {'; '.join(parts)}")
     if len(found) > MAX_KEYS:
-        lines.append(f"- and {len(found) - MAX_KEYS} more differing facts (python -m bootstrap diff JOB_A JOB_B)")
+        lines.append(f"- and {len(found) - MAX_KEYS} more differing facts (bootstrap diff JOB_A JOB_B)")
     return "\n".join(lines) + "\n"

@@ -32,8 +32,8 @@ def directions(sweeper: Any) -> Optional[Tuple[str, ...]]:
     if "direction" in sweeper:  # Optuna
         stated = sweeper["direction"]
         listed = stated if isinstance(stated, (list, tuple)) else [stated]
-        modes = tuple(_mode(item) for item in listed)
-        return modes if modes and all(modes) else None
+        modes = tuple(mode for mode in map(_mode, listed) if mode is not None)
+        return modes if modes and len(modes) == len(listed) else None  # one direction it does not know: none
     optim = sweeper.get("optim")
     if isinstance(optim, Mapping) and isinstance(optim.get("maximize"), bool):  # Nevergrad
         return ("max" if optim["maximize"] else "min",)

@@ -1,4 +1,4 @@
-"""The sweep summary's two tables, from its rows (:class:`bootstrap.sweep.summary.Row`): markdown for people,
+"""The sweep summary's two tables, from its rows (:class:`bootstrap.sweep.read.Row`): markdown for people,
 printed when a sweep ends and so bounded (:data:`MAX_METRIC_COLUMNS` metrics, :data:`MAX_CELL` characters a
 cell, one line a row), and CSV for machines, every metric of every job, no cell a spreadsheet formula. Pure.
 """
@@ -19,7 +19,7 @@ MAX_METRIC_COLUMNS = 24  # metrics shown as columns, in order of first appearanc
 MAX_CELL = 120  # characters of one cell
 
 
-def job_order(job: str):
+def job_order(job: str) -> Tuple[int, int, str]:
     """Job numbers in numeric order, then any other name."""
     if job.isascii() and job.isdigit() and len(job) < 19:
         return (0, int(job), "")
@@ -50,7 +50,7 @@ def _table(rows: Sequence[Any], names: Sequence[str]) -> Tuple[List[str], List[l
     return header, body
 
 
-def _plain(value) -> str:
+def _plain(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else ""
     if value is None:
@@ -59,7 +59,7 @@ def _plain(value) -> str:
     return text if text.isprintable() else outbound.printable(text)  # printable text holds nothing to escape
 
 
-def _csv_cell(value) -> str:
+def _csv_cell(value: Any) -> str:
     # OWASP's CSV-injection guidance: a spreadsheet runs a text cell starting with one
     # of these as a formula (some after leading spaces). Numbers stay numbers (a negative
     # loss is not a formula).
@@ -69,11 +69,14 @@ def _csv_cell(value) -> str:
     return text
 
 
-def _md_cell(value) -> str:
-    if isinstance(value, float) and not isinstance(value, bool):
-        text = f"{value:.0f}" if 1000 <= abs(value) < 1e15 else f"{value:.4g}"
-    else:
-        text = _plain(value)
+def _md_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if type(value) is float:  # at most 16 characters, no space, no "|": nothing to cut or escape
+        return f"{value:.0f}" if 1000 <= abs(value) < 1e15 else f"{value:.4g}"
+    if type(value) is int and -10**15 < value < 10**15:  # thread counts
+        return str(value)
+    text = _plain(value)
     return outbound.cut(" ".join(text.split()), MAX_CELL).replace("|", "\\|")  # one line, no stray column breaks
 
 

@@ -1,7 +1,7 @@
-"""Keep a sweep's winner as a preset (``python -m bootstrap tune``, :mod:`bootstrap.cli.tune`).
+"""Keep a sweep's winner as a preset (``bootstrap tune``, :mod:`bootstrap.cli.tune`).
 
 Reads the latest sweep's per-job reports (a reused sweep directory's older jobs are left
-out, see :func:`bootstrap.sweep.summary.scan`), takes the completed job that did best on the
+out, see :func:`bootstrap.sweep.walk.latest`), takes the completed job that did best on the
 objective (``--objective``/``--mode``, with the sweep summary's defaults), and writes
 ``conf/env/<name>.yaml`` (or ``<--out>/env/<name>.yaml``): it extends the winner's base
 preset and sets only the ``env`` keys the sweep varied and the winner set, at the
@@ -35,7 +35,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, cast
 
 import yaml
 
@@ -44,8 +44,12 @@ from bootstrap.doors import outbound
 from bootstrap.doors.masking import holds_secret, is_secret, masked_line, masked_override
 from bootstrap.doors.overrides import split, typed_values
 from bootstrap.doors.records import Report
-from bootstrap.sweep import summary
-from bootstrap.sweep.summary import Job, RowStatus, one_line, printable
+from bootstrap.sweep import rank, read
+from bootstrap.sweep.read import Job, RowStatus
+from bootstrap.sweep.render import one_line
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _PRESET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*")  # env=gpu/h100 too
@@ -102,7 +106,7 @@ def _fact(value: Any, limit: int = 120) -> str:
 
 def _comment(line: str) -> str:
     """One header line: masked, printable, every line break a space (a YAML comment ends at one)."""
-    return "".join(" " if c.isspace() else c for c in printable(masked_line(line)))
+    return "".join(" " if c.isspace() else c for c in outbound.printable(masked_line(line)))
 
 
 def _base(report: Report) -> str:
@@ -141,7 +145,7 @@ def _settings(varied: List[str], key: str, winner: Dict[str, Any], typed: Dict[s
     return settings, unset
 
 
-def _compose(text: str, name: str, conf_dir: Optional[Path]):
+def _compose(text: str, name: str, conf_dir: Optional[Path]) -> DictConfig:
     """The preset as an app composes ``env=<name>``: the new file first, then ``conf_dir``,
     then the shipped presets (the bootstrap's search path plugin)."""
     from omegaconf import OmegaConf
@@ -166,7 +170,7 @@ def check_loads(text: str, name: str, conf_dir: Optional[Path] = None) -> None:
 
     try:
         env = _compose(text, name, conf_dir)
-        validate(OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(EnvConfig), env)))
+        validate(cast(EnvConfig, OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(EnvConfig), env))))
     except Exception as error:  # noqa: BLE001 - Hydra's, OmegaConf's and the schema's errors alike
         # Hydra's first line says where ("In 'env/mine': ConfigKeyError raised while composing config:"),
         # the next what ("Key 'bogus' not in 'Threads'"), and a later one the key ("full_key: env.threads.bogus").
@@ -183,16 +187,16 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
     sweep_dir = Path(sweep_dir)
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise TuneError("--name: use letters, digits, '_', '-' and '.' only.")
-    if mode is not None and mode not in summary.MODES:
+    if mode is not None and mode not in rank.MODES:
         raise TuneError(f"--mode {one_line(mode)!r}: use max or min.")
-    jobs, older = summary.jobs(sweep_dir)
+    jobs, older = read.jobs(sweep_dir)
     if not jobs:
         raise TuneError(f"{sweep_dir} holds no sweep jobs (no */.hydra/overrides.yaml). "
                         "Point tune at a multirun directory, e.g. multirun/2026-12-02/10-00-00.")
     statuses = sorted({j.row.status for j in jobs})
     counts = one_line(", ".join(f"{s}: {sum(j.row.status == s for j in jobs)}" for s in statuses))
     directions = _sweepers_directions(jobs)
-    chosen = summary.objective_for([j.row for j in jobs], objective, mode, directions)
+    chosen = rank.objective_for([j.row for j in jobs], objective, mode, directions)
     if chosen is None and objective is None and directions and len(directions) > 1:
         raise TuneError(f"the sweep optimised {len(directions)} objectives ({', '.join(directions)}): no single "
                         "best. Name the one to use: --objective return/0.")
@@ -201,11 +205,11 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
             raise TuneError(f"no job of {sweep_dir} completed with a metric to compare ({counts}). "
                             "Fix the failing jobs and sweep again.")
         raise TuneError(f"the jobs of {sweep_dir} report no metric to compare (none of "
-                        f"{', '.join(n for n, _ in summary.AUTO_OBJECTIVES)}). Name the one to use: --objective NAME.")
+                        f"{', '.join(n for n, _ in rank.AUTO_OBJECTIVES)}). Name the one to use: --objective NAME.")
     metric, direction = chosen
     shown_metric = one_line(masked_line(metric))
-    measured = sorted((j for j in jobs if summary.score(j.row, chosen) is not None),
-                      key=lambda j: -summary.score(j.row, chosen))
+    scored = [(score, j) for j in jobs if (score := rank.score(j.row, chosen)) is not None]
+    measured = [j for _, j in sorted(scored, key=lambda pair: -pair[0])]
     if not any(j.row.status == RowStatus.COMPLETED for j in measured):
         raise TuneError(f"no job of {sweep_dir} completed with a {shown_metric} to compare ({counts}). "
                         "Fix the failing jobs and sweep again, or choose another --objective.")
@@ -217,7 +221,7 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
     runner_up = measured[1] if len(measured) > 1 else None
 
     won = typed_values(winner.overrides)
-    if won is None:
+    if won is None or winner.overrides is None:  # (the second: None gives None)
         raise TuneError(f"the best job's overrides ({_shown(winner)}) are not plain Hydra overrides: "
                         "tune cannot tell what it set.")
     typed = {o.key: text for text in winner.overrides for o in [split(text)] if o.prefix != "~"}  # as typed
@@ -233,7 +237,7 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
     found = report.found
     not_preset = [k for k in varied if not k.startswith(f"{key}.") and k != key]
     header = [
-        f"Tuned by `python -m bootstrap tune` on {time.strftime('%Y-%m-%d')} from {sweep_dir.resolve()}",
+        f"Tuned by `bootstrap tune` on {time.strftime('%Y-%m-%d')} from {sweep_dir.resolve()}",
         f"machine: {_fact(found.cpus)} CPUs (affinity {_fact(found.cpu_affinity)}), "
         f"{_fact(found.gpu_names) if found.gpu_names else 'no GPU'}, "
         f"torch {_fact(found.torch)}, python {_fact(found.python)}",

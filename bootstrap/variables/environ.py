@@ -6,10 +6,15 @@ Precedence, highest first:
    this job. It is the most explicit request there is, so it wins even over a
    value already in the environment (otherwise a sweep over a variable the shell
    happens to set would silently do nothing).
-2. ``env_set`` / ``shell``: a value already in the process environment wins over
-   the preset, as in Megatron-LM's ``os.environ[k] = os.getenv(k, default)``.
+2. ``env_set`` / ``shell`` / ``process``: a value already in the process environment wins
+   over the preset, as in Megatron-LM's ``os.environ[k] = os.getenv(k, default)``.
    Hydra applies ``hydra.job.env_set`` on top of the shell before any callback
-   runs, so a name listed there is reported as ``env_set``.
+   runs, so a name listed there is reported as ``env_set``. A value the process set
+   for itself before the job started (``import lightning`` sets
+   ``PYTORCH_NVML_BASED_CUDA_CHECK=1``; the app's own code) is reported as ``process``:
+   :func:`set_by_process` tells it from the shell's by the environment the process was
+   started with. The process also records such a known variable the preset does not
+   set (:func:`process_decisions`).
 3. ``preset``: the value from the ``env`` preset.
 
 A value that a parent process's bootstrap exported (a rank that Lightning
@@ -29,8 +34,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Collection, Dict, Iterable, List, Mapping, MutableMapping, Optional, Union
 
-from bootstrap.doors import outbound
-from bootstrap.doors.errors import PRESET, ConfigError
+from bootstrap.doors import outbound, records
+from bootstrap.doors.errors import PRESET_KEY, ConfigError
 from bootstrap.doors.masking import masked  # notes quote values: a secret's must not appear
 from bootstrap.variables.readers import ProcessState, reader_for
 
@@ -43,6 +48,8 @@ DIGEST_HEX = 16  # 64 bits: a changed value matches by chance once in 2**64
 _OWN_KEY = object()  # "this user's key" (bootstrap.variables.exportkey), read only when a marker needs it
 Key = Union[bytes, None, object]  # a key, None (none to be had: nothing verifies), or _OWN_KEY
 
+PROCESS = records.PROCESS  # the source of a value the process set for itself before the job started
+USERS = ("shell", "env_set", PROCESS)  # the sources of a value found in the environment that is the user's
 _DIGEST = re.compile(r"[0-9a-f]{16}")  # what export_digest writes
 # POSIX portable names; anything else (``=``, spaces, NUL) breaks os.environ or the shell.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -52,7 +59,7 @@ def normalize(name: str, value: Any) -> Optional[str]:
     """The string a variable gets: ints as digits, bools as 1/0; None means "do not set"."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigError(
-            f"{PRESET}.vars.{outbound.shown(name)}: {name!r} is not a valid environment variable name. "
+            f"{PRESET_KEY}.vars.{outbound.shown(name)}: {name!r} is not a valid environment variable name. "
             "Use letters, digits and underscores, not starting with a digit (e.g. MY_VAR)."
         )
     if value is None:
@@ -63,16 +70,16 @@ def normalize(name: str, value: Any) -> Optional[str]:
         text = str(value)
     else:
         raise ConfigError(
-            f"{PRESET}.vars.{name} is a {type(value).__name__}; an environment variable holds one string. "
-            f"Give a single value, e.g. {PRESET}.vars.{name}='a,b' if the library reads a comma list."
+            f"{PRESET_KEY}.vars.{name} is a {type(value).__name__}; an environment variable holds one string. "
+            f"Give a single value, e.g. {PRESET_KEY}.vars.{name}='a,b' if the library reads a comma list."
         )
     if "\0" in text:
-        raise ConfigError(f"{PRESET}.vars.{name} contains a NUL byte, which no environment variable can hold. "
+        raise ConfigError(f"{PRESET_KEY}.vars.{name} contains a NUL byte, which no environment variable can hold. "
                           "Remove it.")
     try:
         os.fsencode(text)
     except UnicodeEncodeError:
-        raise ConfigError(f"{PRESET}.vars.{name} cannot be encoded for the environment "
+        raise ConfigError(f"{PRESET_KEY}.vars.{name} cannot be encoded for the environment "
                           f"(filesystem encoding {sys.getfilesystemencoding()}). Use valid Unicode text.") from None
     return text
 
@@ -81,7 +88,7 @@ def normalize(name: str, value: Any) -> Optional[str]:
 class VarDecision:
     name: str
     value: str  # the value the job sees (unless withheld)
-    source: str  # "override" | "shell" | "env_set" | "launcher" | "preset"
+    source: str  # "override" | "shell" | "env_set" | "process" | "launcher" | "preset"
     changes_environ: bool  # does the bootstrap write this value? (False also when withheld)
     effective: bool  # does it take effect in this process (not only in child processes)?
     note: str
@@ -97,6 +104,7 @@ def plan_vars(
     state: ProcessState,
     key: Key = _OWN_KEY,
     by_launcher: Mapping[str, str] = {},  # noqa: B006 - read only
+    by_process: Collection[str] = (),
 ) -> List[VarDecision]:
     """Decide every variable. Pure: reads only its arguments (and, when a parent's marker is
     there, this user's key: see :func:`inherited_names`).
@@ -105,6 +113,8 @@ def plan_vars(
     ``overrides`` names the variables given explicitly on the command line.
     ``by_launcher``: the variables whose current value the launcher set, and which launcher
     (``launcher.exported_by_launcher``): like a parent's export, the launcher's value is not the user's.
+    ``by_process``: the variables the process set for itself before the job started (:func:`set_by_process`):
+    the user's app or an import it made chose them, so they win as the shell's do.
     """
     inherited = inherited_names(environ, key)
     decisions: List[VarDecision] = []
@@ -118,7 +128,9 @@ def plan_vars(
         if name in overrides:
             source, value = "override", wanted
         elif users:
-            source, value = ("env_set" if name in env_set else "shell"), existing
+            # users: existing is set, which a type checker does not follow through the flag
+            source = "env_set" if name in env_set else PROCESS if name in by_process else "shell"
+            value = existing  # type: ignore[assignment]
         elif launchers is not None and existing == wanted:
             source, value = "launcher", existing  # the launcher's value, and the preset's too
         else:
@@ -128,8 +140,9 @@ def plan_vars(
         late = not reader.still_read(state)
         withheld = changes and late and reader.apply_now is None and reader.must_agree
         notes = []
-        if source in ("shell", "env_set") and existing != wanted:
-            notes.append(f"kept the {source} value over the preset's {masked(name, wanted)!r}")
+        if source in USERS and existing != wanted:
+            whose = "the value this process set itself" if source == PROCESS else f"the {source} value"
+            notes.append(f"kept {whose} over the preset's {masked(name, wanted)!r}")
         if launchers is not None and existing != value:
             notes.append(f"replaced the value {launchers} set ({masked(name, existing)!r})")
         elif source == "launcher":
@@ -148,6 +161,25 @@ def plan_vars(
             note="; ".join(notes), warn=withheld or (late and changes and reader.warn_when_late
                                                      and reader.apply_now is None), withheld=withheld))
     return decisions
+
+
+def set_by_process(environ: Mapping[str, str], start: Optional[Mapping[str, str]],
+                   env_set: Collection[str] = ()) -> frozenset:
+    """The variables this process set for itself since it started: their value in ``environ`` is not the one in
+    ``start``, the environment it was started with (``bootstrap.doors.inbound.read_start_environ``; None where
+    that cannot be known: then none, as before it could). Hydra's ``env_set`` is the job's own config, not these."""
+    if start is None:
+        return frozenset()
+    return frozenset(name for name, value in environ.items() if start.get(name) != value and name not in env_set)
+
+
+def process_decisions(notes: Mapping[str, str], environ: Mapping[str, str]) -> List[VarDecision]:
+    """The record of each variable the process set for itself that the preset does not set: ``notes`` maps its name
+    to who set it. Nothing is written. It takes effect here unless its reader reads it only as the process starts."""
+    fresh = ProcessState(cuda_initialized=False, process_group_initialized=False)
+    return [VarDecision(name, environ[name], PROCESS, changes_environ=False,
+                        effective=reader_for(name).still_read(fresh), note=notes[name])
+            for name in sorted(notes) if name in environ]
 
 
 def late_warnings(decisions: Iterable[VarDecision]) -> List[str]:

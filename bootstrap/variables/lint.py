@@ -21,11 +21,16 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from typing import Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 from bootstrap.doors import outbound
-from bootstrap.doors.errors import PRESET
+from bootstrap.doors.errors import PRESET_KEY
 from bootstrap.doors.textenum import TextEnum
+
+if TYPE_CHECKING:  # the types of what the caller passes in; variables/ imports nothing of core/
+    from bootstrap.core.schema import EnvConfig
+    from bootstrap.core.versions import Found
+    from bootstrap.variables.table import KnownVariable  # imported on the first call (see above)
 
 
 class LintPolicy(str, enum.Enum):
@@ -68,7 +73,7 @@ class Machine(NamedTuple):
     rocm: Optional[bool] = None
     x86_64: Optional[bool] = None
     # libiomp5 or libomp loaded in this process; a callable is asked only when a variable needs the answer
-    intel_openmp: Union[None, bool, Callable[[], bool]] = None
+    intel_openmp: Union[None, bool, Callable[[], Optional[bool]]] = None
     mps: Optional[bool] = None
     description: str = "this machine"  # how messages name it
 
@@ -101,10 +106,11 @@ NEEDS = {"rocm": "a ROCm build of torch", "x86_64": "an x86_64 torch wheel (the 
 
 @functools.lru_cache(maxsize=1)
 def _table():
-    """name -> V for the detailed table, the names nothing reads, the namespaces."""
+    """name -> KnownVariable for the detailed table, the names nothing reads, the namespaces."""
     from bootstrap.variables import table
 
-    known: Dict[str, "table.V"] = {var.name: var for group in table.GROUPS for var in group}  # each name once
+    # each name once
+    known: Dict[str, "table.KnownVariable"] = {var.name: var for group in table.GROUPS for var in group}
     return known, table.NOT_READ, table.NAMESPACES
 
 
@@ -150,20 +156,36 @@ def _check_one(name: str, value: Optional[str], machine: Optional[Machine]) -> I
         problem = _value_problem(var, value)
         if problem:
             yield Finding(name, Kind.invalid_value, f"{name}={outbound.shown(value, name=name)} {problem}")
-    if machine is not None:
-        for tag in var.hardware:
-            why = machine.lacks(tag)
-            if why:
-                effect = "it is not needed here" if tag == "pre_blackwell" else "it does nothing here"
-                yield Finding(name, Kind.hardware, f"read by {var.library or 'its library'}, but {why}: {effect}.")
-                break
+    gap = hardware_gap(name, machine)
+    if gap is not None:
+        effect = "it does nothing here" if gap.does_nothing else "it is not needed here"
+        yield Finding(name, Kind.hardware, f"read by {var.library or 'its library'}, but {gap.why}: {effect}.")
 
 
-def _release(var) -> str:
+class HardwareGap(NamedTuple):
+    why: str  # what the machine lacks, as a clause: "this machine has no NVIDIA GPU"
+    does_nothing: bool  # False: it still acts, but is not needed here (``pre_blackwell``)
+
+
+def hardware_gap(name: str, machine: Optional[Machine]) -> Optional[HardwareGap]:
+    """What ``machine`` lacks for the variable ``name`` to matter; None where nothing is lacking, or nothing can be
+    known (an unknown name, no machine). The one verdict behind both the lint's ``hardware`` finding and the
+    report's ``effective`` (``bootstrap.core.report``), so the two never disagree."""
+    var = _table()[0].get(name)
+    if machine is None or var is None:
+        return None
+    for tag in var.hardware:
+        why = machine.lacks(tag)
+        if why:
+            return HardwareGap(why, does_nothing=tag != "pre_blackwell")
+    return None
+
+
+def _release(var: KnownVariable) -> str:
     return "NCCL" if var.library == "NCCL" else "torch"
 
 
-def _value_problem(var, value: str) -> Optional[str]:
+def _value_problem(var: KnownVariable, value: str) -> Optional[str]:
     text = value.strip()
     if var.values and text.lower() not in {v.lower() for v in var.values}:
         return f"is not a value {var.library or 'its reader'} accepts; use one of {', '.join(var.values)}."
@@ -188,7 +210,7 @@ def stopping(findings: Iterable[Finding]) -> List[Finding]:
     return [f for f in findings if f.kind in STOPPING]
 
 
-def machine_from(found, arch: str, openmp_runtimes: Callable[[], Iterable[str]] = tuple,
+def machine_from(found: Found, arch: str, openmp_runtimes: Callable[[], Iterable[str]] = tuple,
                  description: str = "this machine") -> Machine:
     """A :class:`Machine` from ``versions.Found``, ``platform.machine()`` and a reader of the OpenMP
     runtimes loaded (called only if a variable depends on it)."""
@@ -209,20 +231,19 @@ def machine_of_preset(device: str, compute_capability: Optional[str]) -> Machine
                    else None, description=f"a {'cuda' if on_gpu else 'cpu'} preset")
 
 
-def for_preset(preset, found=None, arch: str = "", openmp_runtimes: Callable[[], Iterable[str]] = tuple
-               ) -> List[Finding]:
+def for_preset(preset: EnvConfig, machine: Optional[Machine] = None) -> List[Finding]:
     """The findings for a preset's own variables (``vars``, as they would be exported), unless its
-    ``lint`` is ``off``; with ``found`` (``versions.Found``), the machine's hardware findings too."""
+    ``lint`` is ``off``; with the ``machine`` (:func:`machine_from`), its hardware findings too."""
     from bootstrap.variables.environ import normalize
 
     if preset.lint is LintPolicy.off or not preset.vars:
         return []
     values = {name: normalize(name, value) for name, value in preset.vars.items() if value is not None}
-    return check(values, machine_from(found, arch, openmp_runtimes) if found is not None else None)
+    return check(values, machine)
 
 
 def stop_message(findings: Iterable[Finding]) -> str:
     """Why ``lint: error`` stopped the job: one line per finding, and the way out."""
-    return (f"{PRESET}.lint=error: the preset sets variables that are read by nothing, or renamed:\n"
+    return (f"{PRESET_KEY}.lint=error: the preset sets variables that are read by nothing, or renamed:\n"
             + "\n".join(f"  - {finding}" for finding in findings)
-            + f"\nFix them, or run with {PRESET}.lint=warn to continue anyway.")
+            + f"\nFix them, or run with {PRESET_KEY}.lint=warn to continue anyway.")

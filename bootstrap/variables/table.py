@@ -15,15 +15,15 @@ Built from torch 2.13.0's own binaries, Python sources and shipped headers (the 
 Each group declares what its rows share (``row = rows(library=..., hardware=..., agree=...)``), so a row
 states only what differs: its own library, values, releases, hardware tags ``also`` needed beyond the
 group's (or ``hardware=`` in place of them), and ``agree``: what two ranks that differ in it differ in
-(:data:`AGREE_MEANINGS`; the rank agreement reads it through :mod:`bootstrap.variables.agreement`). What each
+(:data:`AGREE_MEANINGS`; the rank agreement reads it through :mod:`bootstrap.variables.difference_kinds`). What each
 module here exports is checked for duplicates by ``tests/unit/test_lint.py``: no name is listed twice, nor in
 two lists.
 """
 
-from typing import Callable, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 
-class V(NamedTuple):
+class KnownVariable(NamedTuple):
     """One known variable."""
 
     name: str
@@ -39,26 +39,26 @@ class V(NamedTuple):
     agree: str = ""  # what ranks that differ in it differ in: one of AGREE_KINDS
 
 
-def rows(library: Optional[str] = None, hardware: Tuple[str, ...] = (), *, agree: str) -> Callable[..., V]:
+def rows(library: Optional[str] = None, hardware: Tuple[str, ...] = (), *, agree: str) -> Callable[..., KnownVariable]:
     """The maker of one group's rows: a row states only what differs from the group's ``library``,
     ``hardware`` (``also``: tags it needs beyond the group's) and ``agree``. A group with no library has each
     row name its own."""
     shared_library, shared_hardware, shared_agree = library, hardware, agree
 
     def row(name: str, library: Optional[str] = None, *, also: Tuple[str, ...] = (),
-            hardware: Tuple[str, ...] = shared_hardware, agree: str = shared_agree, **fields) -> V:
+            hardware: Tuple[str, ...] = shared_hardware, agree: str = shared_agree, **fields: Any) -> KnownVariable:
         library = shared_library if library is None else library
         if library is None:
             raise TypeError(f"{name}: its group names no library, so the row must")
         if agree not in AGREE_KINDS:
             raise ValueError(f"{name}: agree={agree!r} is none of {AGREE_KINDS}")
         GROUP_AGREE[name] = shared_agree
-        return V(name, library, hardware=hardware + also, agree=agree, **fields)
+        return KnownVariable(name, library, hardware=hardware + also, agree=agree, **fields)
     return row
 
 
 # What a difference between two ranks in a variable changes (each row's ``agree``), and so what the ranks'
-# agreement check (env.distributed.agree) does with it. Read by bootstrap.variables.agreement.
+# agreement check (env.distributed.agree) does with it. Read by bootstrap.variables.difference_kinds.
 AGREE_MEANINGS = {
     "collective": "how ranks build or run collectives (algorithm, protocol, transport, network, topology, "
                   "communicator set-up, failure handling): a difference can hang or break the job",
@@ -164,7 +164,7 @@ TORCH_NCCL = (
 #         pytorch PR #114077
 #         These NCCL_* names are read by *torch*, not by NCCL.
 # Names torch renamed in 2.2 (PR #114077); torch, not NCCL, reads them. agree: each row as its new name
-# (tests/unit/test_variables_agreement.py checks).
+# (tests/unit/test_difference_kinds.py checks).
 row = rows(library=PG_NCCL, hardware=GPUS, agree='collective')
 TORCH_LEGACY_NCCL_PREFIX = (
     row('NCCL_BLOCKING_WAIT', values=BOOL, renamed_to='TORCH_NCCL_BLOCKING_WAIT', renamed_in='2.2'),

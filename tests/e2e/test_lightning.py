@@ -256,10 +256,14 @@ def test_ddp_rank1_compares_itself_with_rank0s_report(ddp_run):
     assert (rank1["status"], rank1["via"]) == ("agreed", "rank0_report"), rank1
 
 
-def test_ddp_a_variable_the_task_exports_before_fit_stops_rank1_and_lightning_ends_rank0(tmp_path):
+def test_ddp_a_variable_the_task_exports_before_fit_stops_rank1_and_lightning_kills_rank0(tmp_path):
     # Rank 0's task exports it after rank 0's bootstrap ran; the rank Lightning starts inherits it.
     run = run_app(tmp_path / "run", *BOOTSTRAP, *DDP, "+exports.NCCL_ALGO=Ring")
-    assert run.returncode not in (0, None), run.tail()  # ended, not hung: Lightning kills rank 0 when rank 1 exits
+    # Ended, not hung, and not by rank 0's own hand: Lightning's child-process observer looks at rank 1 every 5 s,
+    # and on its exit SIGKILLs rank 0, still waiting for rank 1 (a shell shows "Killed", exit status 137).
+    assert run.returncode == -signal.SIGKILL, run.tail()
+    assert "terminated with code 1. Forcefully terminating all other processes" in run.stdout + run.stderr
+    assert run.report()["job"]["status"] == "running"  # SIGKILL cannot be caught: rank 0's record stays there
     assert "odd one out: rank 1 (" in run.stderr and "NCCL_ALGO=Ring; rank 0 (" in run.stderr, run.tail()
     report = run.report("bootstrap.rank1.json")
     agreement = report["distributed"]["agreement"]
@@ -273,6 +277,32 @@ def test_ddp_a_logging_variable_exported_before_fit_warns_and_trains(tmp_path):
     assert_ok(run)
     agreement = run.report("bootstrap.rank1.json")["distributed"]["agreement"]
     assert agreement["status"] == "differs" and [d["kind"] for d in agreement["differences"]] == ["logging"]
+
+
+# -- what Lightning sets in its own process is not the shell's ------------------------------------
+NVML = "PYTORCH_NVML_BASED_CUDA_CHECK"  # import lightning sets it to 1 in its own process (lightning/fabric)
+
+
+@pytest.mark.parametrize("name, whose", [("bootstrap.json", "set by this process"),
+                                         ("bootstrap.rank1.json", "set by rank 0's process")])
+def test_ddp_each_rank_records_what_import_lightning_set_as_the_processs_own(ddp_run, name, whose):
+    # Rank 1 starts with rank 0's environment, NVML in it: rank 0's report says whose it is.
+    recorded = ddp_run.report(name)["vars"].get(NVML)
+    assert recorded is not None and (recorded["value"], recorded["source"]) == ("1", "process"), recorded
+    assert recorded["note"].startswith(whose) and "not by the shell" in recorded["note"]
+
+
+def test_diff_here_of_a_lightning_run_leaves_out_what_lightning_set_and_finds_no_difference(ddp_run):
+    assert_ok(ddp_run)
+    conf = ("--config-path", str(APP.parent / "conf"), "--config-name", "train")
+    proc = subprocess.run([sys.executable, "-m", "bootstrap", "diff", str(ddp_run.out_dir), "--here", *conf],
+                          capture_output=True, text=True, env=clean_env(), cwd=ddp_run.out_dir.parent, timeout=TIMEOUT)
+    assert proc.returncode == 0 and "no differences" in proc.stdout, proc.stdout + proc.stderr
+    assert f"left out: {NVML} (set by the run's own process" in proc.stdout, proc.stdout
+    as_json = subprocess.run([sys.executable, "-m", "bootstrap", "diff", str(ddp_run.out_dir), "--here", "--json",
+                              *conf], capture_output=True, text=True, env=clean_env(), cwd=ddp_run.out_dir.parent,
+                             timeout=TIMEOUT)
+    assert json.loads(as_json.stdout)["left_out"] == [NVML] and as_json.returncode == 0, as_json.stdout
 
 
 # -- the preflight check: Lightning makes its group after the bootstrap ------------------------

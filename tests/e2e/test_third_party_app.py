@@ -72,6 +72,8 @@ def test_the_wheel_ships_the_presets_and_no_hydra_plugins_init(wheel_python):
     assert "hydra_plugins/__init__.py" not in names  # it would hide every other Hydra plugin
     assert "hydra_plugins/hydra_train_bootstrap/searchpath.py" in names
     assert "bootstrap/conf/__init__.py" in names  # Hydra's pkg:// source requires a regular package
+    assert "bootstrap/py.typed" in names  # PEP 561: a user's type checker reads the package's annotations
+    assert "bootstrap/bootstrap.schema.json" in names  # the report's JSON Schema, for tools that run no Python
     shipped = {n for n in names if n.endswith(".yaml")}
     in_repo = {f"bootstrap/conf/{p.relative_to(ROOT / 'conf')}" for p in (ROOT / "conf").rglob("*.yaml")}
     assert shipped == in_repo - {"bootstrap/conf/config.yaml"}  # train_stub's own config stays out
@@ -127,3 +129,15 @@ def test_info_searchpath_shows_where_the_presets_come_from(python, app):
     proc = run_app(python, app, "--info", "searchpath")
     assert proc.returncode == 0, proc.stderr
     assert "hydra-train-bootstrap" in proc.stdout and "pkg://bootstrap.conf" in proc.stdout
+
+
+def test_the_installed_packages_schema_command_prints_the_file_it_ships(wheel_python, tmp_path):
+    import zipfile
+
+    python, wheel = wheel_python
+    shipped = zipfile.ZipFile(wheel).read("bootstrap/bootstrap.schema.json").decode()
+    bin_dir = Path(python).parent
+    printed = subprocess.run([str(bin_dir / "bootstrap"), "schema"], capture_output=True, text=True, cwd=tmp_path,
+                             timeout=120)
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout == shipped

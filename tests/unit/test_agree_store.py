@@ -109,7 +109,7 @@ def test_the_odd_records_read_are_bounded_when_many_ranks_differ():
 
 
 def test_secrets_travel_as_salted_digests_that_differ_per_run():
-    from bootstrap.core.agreement import SECRET, salted
+    from bootstrap.core.comparison import SECRET, salted
 
     first, second = salted("a" * 32)("hf_secret_token"), salted("b" * 32)("hf_secret_token")
     assert first.startswith(SECRET) and "hf_secret_token" not in first

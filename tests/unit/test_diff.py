@@ -168,6 +168,20 @@ def test_compare_lists_each_differing_fact_once_in_section_order():
 
 
 def test_the_main_entry_point_knows_the_command():
-    from bootstrap.__main__ import COMMANDS
+    from bootstrap.cli.commands import COMMANDS
 
     assert COMMANDS["diff"] == "diff"
+
+
+def test_here_leaves_out_what_the_runs_own_process_set_and_says_so(tmp_path, diff_here):
+    a = write(tmp_path / "a", overrides=[], vars__PYTORCH_NVML_BASED_CUDA_CHECK={
+        "value": "1", "source": "process", "effective": True, "note": "set by this process"})
+    code, out, err = diff_here(a, "--here", "--json")
+    result = json.loads(out)
+    assert result["left_out"] == ["PYTORCH_NVML_BASED_CUDA_CHECK"], (out, err)
+    assert "PYTORCH_NVML_BASED_CUDA_CHECK" not in json.dumps(result["sections"])
+    code, out, err = diff_here(a, "--here")
+    assert "left out: PYTORCH_NVML_BASED_CUDA_CHECK (set by the run's own process" in out, out + err
+    assert "PYTORCH_NVML_BASED_CUDA_CHECK:" not in out
+    code, out, err = diff_here(a, write(tmp_path / "b"))  # two runs: a fact like any other, nothing left out
+    assert "PYTORCH_NVML_BASED_CUDA_CHECK: 1 (process)" in out and "left out:" not in out, out

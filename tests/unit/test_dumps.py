@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from bootstrap.cli import hang as hang_cli
 from bootstrap.distributed import dumps, hang
 from bootstrap.distributed.dumps import DUMP_PREFIX, MAX_WORLD_SIZE
-from bootstrap.doors import inbound
+from bootstrap.doors import inbound, records
 from unit.test_hang import dump_of, entry
 
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -42,7 +42,7 @@ def write(run_dir: Path, rank, data) -> Path:
 
 def unreadable_reason(data, rank=0) -> str:
     with pytest.raises(inbound.Unreadable) as refused:
-        dumps.from_data(data, name(rank))
+        dumps.Reader().from_data(data, name(rank))
     reason = str(refused.value)
     assert reason.startswith(name(rank)) and "\n" not in reason, reason
     return reason
@@ -58,7 +58,7 @@ def hang_main(*args):
 
 # -- the shape of a dump ---------------------------------------------------------------------------
 def test_a_dump_as_torch_and_the_bootstrap_write_it_is_read_typed():
-    dump = dumps.from_data(dump_of(1, [entry(1), entry(2, op="broadcast", sizes=((2, 3), (4,)))]), name(1))
+    dump = dumps.Reader().from_data(dump_of(1, [entry(1), entry(2, op="broadcast", sizes=((2, 3), (4,)))]), name(1))
     assert (dump.rank, dump.world_size, dump.dump_time_ns, dump.time_ns) == (1, 2, 700 * 10**9, 700 * 10**9)
     first, second = dump.entries
     assert (first.group, first.group_desc, first.seq, first.op, first.is_p2p) == ("0", "default_pg", 1, "all_reduce",
@@ -145,21 +145,21 @@ def test_a_dump_that_records_another_rank_than_its_name_is_unreadable(tmp_path):
     # Copied or renamed: analysed under either rank, it could blame the wrong one.
     write(tmp_path, 3, dump_of(5, [entry(1)], world=8))
     found = hang.findings(tmp_path, since_ns=0)
-    assert found["dumps"] == [] and found["unreadable"] == [
+    assert found.dumps == [] and found.unreadable == [
         f"{name(3)}: records rank 5, not the 3 of its name: a renamed or copied dump"]
 
 
 def test_members_as_torch_writes_them_or_as_a_list():
-    assert list(dumps.from_data(with_members(" [ 0 ,1,  2 ] "), name(0)).pg_config["0"]) == [0, 1, 2]
-    assert list(dumps.from_data(with_members("[]"), name(0)).pg_config["0"]) == []
-    assert list(dumps.from_data(with_members([3, 1, 2, 1]), name(0)).pg_config["0"]) == [1, 2, 3]
-    big = dumps.from_data(with_members(str(list(range(10_000)))), name(0)).pg_config["0"]
+    assert list(dumps.Reader().from_data(with_members(" [ 0 ,1,  2 ] "), name(0)).pg_config["0"]) == [0, 1, 2]
+    assert list(dumps.Reader().from_data(with_members("[]"), name(0)).pg_config["0"]) == []
+    assert list(dumps.Reader().from_data(with_members([3, 1, 2, 1]), name(0)).pg_config["0"]) == [1, 2, 3]
+    big = dumps.Reader().from_data(with_members(str(list(range(10_000)))), name(0)).pg_config["0"]
     assert (len(big), len(big.starts), 9_999 in big, 10_000 in big) == (10_000, 1, True, False)
 
 
 def test_a_long_entry_list_keeps_its_newest_and_says_so():
     many = [entry(seq) for seq in range(1, dumps.MAX_ENTRIES + 11)]
-    dump = dumps.from_data({**VALID, "entries": many}, name(0))
+    dump = dumps.Reader().from_data({**VALID, "entries": many}, name(0))
     assert len(dump.entries) == dumps.MAX_ENTRIES and dump.entries[0].seq == 11
     assert dump.remarks == (f"holds {dumps.MAX_ENTRIES + 10} entries: the newest {dumps.MAX_ENTRIES} are read",)
 
@@ -177,7 +177,7 @@ def test_an_entry_repeated_through_the_pickles_memo_is_checked_once(tmp_path):
 
 def test_text_is_cut_where_it_is_only_shown():
     reason = "job failed: " + "x" * 1000
-    dump = dumps.from_data({**VALID, "bootstrap": {"rank": 0, "reason": reason}}, name(0))
+    dump = dumps.Reader().from_data({**VALID, "bootstrap": {"rank": 0, "reason": reason}}, name(0))
     assert dump.reason == reason[:dumps.MAX_TEXT] + "..."
 
 
@@ -213,7 +213,7 @@ def near_dumps(draw):
 @given(st.one_of(plain, near_dumps()))
 def test_any_plain_data_is_a_dump_or_unreadable_never_an_exception(data):
     try:
-        dump = dumps.from_data(data, name(0))
+        dump = dumps.Reader().from_data(data, name(0))
     except inbound.Unreadable as refused:
         assert "\n" not in str(refused)
         return
@@ -228,9 +228,8 @@ def test_any_directory_of_pickled_plain_data_gets_an_answer(tmp_path_factory, da
     for rank, data in enumerate(datas):
         write(run_dir, rank, data)
     found = hang.findings(run_dir)
-    assert set(found) >= {"dump_dir", "dumps", "ranks", "world_size", "finding", "findings", "groups", "stale",
-                          "missing", "unreadable", "notes"}
-    assert len(found["dumps"]) + len(found["unreadable"]) == len(datas)
+    assert records.Hang.from_json(found.to_json()) == found  # the typed section, as the report reads it back
+    assert len(found.dumps) + len(found.unreadable) == len(datas)
     code, out, err = hang_main(run_dir)
     assert code in (0, 1, 2) and "Traceback" not in err and not UNSAFE.search(out + err)
 
@@ -273,17 +272,17 @@ def test_an_absurd_world_size_costs_nothing_and_missing_ranks_are_ranges(tmp_pat
     finally:
         tracemalloc.stop()
     assert peak < 2 * 2**20, peak  # no set, list or text of a million ranks
-    assert found["world_size"] == MAX_WORLD_SIZE and found["missing"] == f"ranks 3-{MAX_WORLD_SIZE - 1}"
-    assert f"no dump from ranks 3-{MAX_WORLD_SIZE - 1}: they ended without one" in found["finding"]
+    assert found.world_size == MAX_WORLD_SIZE and found.missing == f"ranks 3-{MAX_WORLD_SIZE - 1}"
+    assert f"no dump from ranks 3-{MAX_WORLD_SIZE - 1}: they ended without one" in found.finding
     assert f"{name(1)}: claims a world of 1000000000000 ranks, more than the {MAX_WORLD_SIZE} believed: the " \
-           "claim is ignored" in found["notes"]
-    assert f"{name(2)}: claims a world of a number of more than 30 digits ranks" in " ".join(found["notes"])
+           "claim is ignored" in found.notes
+    assert f"{name(2)}: claims a world of a number of more than 30 digits ranks" in " ".join(found.notes)
 
 
 def test_missing_ranks_are_named_as_ranges_however_they_fall():
     world = 10_000
     present = [0, 1, 5, 9_999]
-    result = hang.diagnose([dumps.from_data(dump_of(r, [entry(1)], world=world), name(r)) for r in present])
+    result = hang.diagnose([dumps.Reader().from_data(dump_of(r, [entry(1)], world=world), name(r)) for r in present])
     assert result.missing == "ranks 2-4, 6-9998"
     scattered = dumps.Ranks.of(range(0, 100, 2))
     assert scattered.text() == "ranks 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, ... (50 ranks in all)"
@@ -297,11 +296,11 @@ def test_a_dump_older_than_the_run_is_stale_left_in_place_and_its_rank_missing(t
     write(tmp_path, 0, dump_of(0, [entry(1), entry(2, created_s=600.0)], dumped_s=700.0))
     stale = write(tmp_path, 1, dump_of(1, [entry(1), entry(2), entry(3)], dumped_s=400.0))  # an earlier run's
     found = hang.findings(tmp_path, since_ns=START, world_size=2)
-    assert found["dumps"] == [name(0)] and found["ranks"] == [0] and found["stale"] == [name(1)]
-    assert found["missing"] == "rank 1" and found["findings"] == [
+    assert found.dumps == [name(0)] and found.ranks == [0] and found.stale == [name(1)]
+    assert found.missing == "rank 1" and found.findings == [
         "no dump from rank 1: it ended without one (killed with SIGKILL, or crashed inside a collective)"]
     assert f"1 stale dump, from an earlier run (older than this run's start; left in place, not analysed): " \
-           f"{name(1)}" in found["notes"]
+           f"{name(1)}" in found.notes
     assert stale.exists()
 
 
@@ -323,8 +322,8 @@ def test_without_a_start_every_dump_is_analysed_and_the_output_says_so(tmp_path)
     write(tmp_path, 0, dump_of(0, [entry(1), entry(2)], dumped_s=400.0))
     write(tmp_path, 1, dump_of(1, [entry(1)], dumped_s=400.0))
     found = hang.findings(tmp_path)  # no report in the directory: no start
-    assert found["dumps"] == [name(0), name(1)] and found["run_started_ns"] is None
-    assert any("records when this run started: every dump was analysed" in note for note in found["notes"])
+    assert found.dumps == [name(0), name(1)] and found.run_started_ns is None
+    assert any("records when this run started: every dump was analysed" in note for note in found.notes)
 
 
 def test_the_runs_start_is_the_latest_its_reports_record(tmp_path):
@@ -411,7 +410,7 @@ def test_an_unexpected_error_exits_2_with_one_line_never_1(tmp_path, monkeypatch
     monkeypatch.setattr(dumps, "scan", broken)
     code, out, err = hang_main(tmp_path)
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and "KeyError" in err
-    assert "could not be analysed" in " ".join(hang.findings(tmp_path, since_ns=0)["notes"])
+    assert "could not be analysed" in " ".join(hang.findings(tmp_path, since_ns=0).notes)
 
 
 # -- the same verdicts as torch's analyser --------------------------------------------------------------
@@ -438,7 +437,7 @@ def torchs_verdicts(raw: dict) -> set:
 
 def ours(raw: dict) -> set:
     verdicts = set()
-    for line in hang.diagnose([dumps.from_data(d, name(r)) for r, d in raw.items()]).findings:
+    for line in hang.diagnose([dumps.Reader().from_data(d, name(r)) for r, d in raw.items()]).findings:
         if match := re.match(r"collective #(\d+) on .*: the ranks disagree on the (\w+):", line):
             verdicts.add((int(match.group(1)), match.group(2)))
     return verdicts
@@ -463,7 +462,7 @@ def test_a_mismatch_among_many_ranks_is_one_line_of_ranges():
     raw = {r: dump_of(r, [entry(1)], world=1000) for r in range(1000)}
     for r in (7, 8, 9, 500):
         raw[r]["entries"][0] = entry(1, op="broadcast")
-    (finding,) = hang.diagnose([dumps.from_data(d, name(r)) for r, d in raw.items()]).findings
+    (finding,) = hang.diagnose([dumps.Reader().from_data(d, name(r)) for r, d in raw.items()]).findings
     assert finding == ("collective #1 on default_pg: the ranks disagree on the operation: ranks 0-6, 10-499, "
                        "501-999 all_reduce [[8]] ['Float'], ranks 7-9, 500 broadcast [[8]] ['Float']")
 

@@ -6,13 +6,16 @@ import pytest
 from bootstrap.doors.errors import ConfigError
 from bootstrap.variables.environ import (
     EXPORTED,
+    PROCESS,
     EnvironSnapshot,
     apply_vars,
     export_digest,
     inherited_names,
     normalize,
     plan_vars,
+    process_decisions,
     read_marker,
+    set_by_process,
 )
 from bootstrap.variables.readers import ProcessState, reader_for
 
@@ -267,3 +270,31 @@ def test_a_digest_that_is_not_one_counts_as_the_users_value(digest):
     assert read_marker(f"OMP_NUM_THREADS:{digest}") == {"OMP_NUM_THREADS": ""}  # verifies nothing
     environ = {EXPORTED: f"OMP_NUM_THREADS:{digest}", "OMP_NUM_THREADS": "3"}
     assert "OMP_NUM_THREADS" not in inherited_names(environ)
+
+
+# -- a value the process set for itself before the job started ---------------------------------------
+def test_a_value_set_since_the_process_started_is_the_processs_not_the_shells():
+    start = {"SHELL_ONE": "1", "CHANGED": "old", "HYDRA_SET": "x"}
+    now = {"SHELL_ONE": "1", "CHANGED": "new", "NEW_ONE": "1", "HYDRA_SET": "y"}
+    assert set_by_process(now, start, env_set={"HYDRA_SET"}) == {"CHANGED", "NEW_ONE"}  # env_set: the job's own
+    assert set_by_process(now, None) == frozenset()  # the start cannot be known (not Linux): none, as before
+
+
+def test_a_value_the_process_set_wins_over_the_preset_as_the_shells_does_and_says_whose_it_is():
+    plan = {d.name: d for d in plan_vars({"A": "preset", "B": "preset"}, {"A": "mine", "B": "shell"}, {}, set(),
+                                         FRESH, by_process={"A"})}
+    assert (plan["A"].value, plan["A"].source, plan["A"].changes_environ) == ("mine", PROCESS, False)
+    assert "kept the value this process set itself over the preset's 'preset'" in plan["A"].note
+    assert plan["B"].source == "shell"  # only the names the process set are its own
+    override = plan_vars({"A": "cli"}, {"A": "mine"}, {}, {"A"}, FRESH, by_process={"A"})[0]
+    assert (override.source, override.value) == ("override", "cli")  # the command line still wins
+
+
+def test_a_variable_the_process_set_is_recorded_not_written_and_takes_effect_unless_read_at_start():
+    hashseed, nvml = process_decisions({"PYTORCH_NVML_BASED_CUDA_CHECK": "by lightning", "PYTHONHASHSEED": "by app",
+                                        "GONE": "unset since"}, {"PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+                                                                 "PYTHONHASHSEED": "3"})
+    assert (nvml.name, nvml.value, nvml.source, nvml.changes_environ, nvml.effective, nvml.note) == (
+        "PYTORCH_NVML_BASED_CUDA_CHECK", "1", PROCESS, False, True, "by lightning")
+    # read as the interpreter starts: setting it later changes nothing here
+    assert (hashseed.name, hashseed.effective) == ("PYTHONHASHSEED", False)

@@ -1,7 +1,7 @@
 """bootstrap/core/facts.py: a report's facts by section, and the environment a job found rather than chose."""
 import copy
 
-from bootstrap.core.facts import ALWAYS_DIFFERS, RUN_DIR, SECTIONS, environment, facts
+from bootstrap.core.facts import ALWAYS_DIFFERS, RUN_DIR, SECTIONS, environment, facts, set_by_process
 from bootstrap.doors.records import Report
 
 # A report as train_stub writes it (cut down), with the agreement's fingerprint of a single process.
@@ -97,3 +97,13 @@ def test_environment_is_what_the_job_found_not_what_its_overrides_chose():
 def test_environment_of_a_report_from_before_the_fingerprint_still_holds_versions_and_hardware():
     found = environment(Report.from_json({"found": {"torch": "2.12.0", "cpus": 8}}))
     assert found == {"torch": "2.12.0", "GPUs": "0", "CPUs": "8"}
+
+
+def test_a_variable_the_process_set_is_named_as_such_and_counts_as_found_not_chosen():
+    data = copy.deepcopy(REPORT["vars"])
+    data["PYTORCH_NVML_BASED_CUDA_CHECK"] = {"value": "1", "source": "process", "effective": True}
+    found = report(vars=data)
+    assert set_by_process(found) == ["PYTORCH_NVML_BASED_CUDA_CHECK"]
+    assert facts(found)["variables"]["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1 (process)"
+    assert environment(found)["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1"  # the sweep's note: not the job's choice
+    assert set_by_process(report()) == []

@@ -30,7 +30,7 @@ def dump_of(rank, entries, world=2, dumped_s=700.0, groups=None):
 
 def typed(raw: dict) -> list:
     """Hand-made dumps (``{rank: plain data}``) as the reader makes them from files."""
-    return [dumps.from_data(data, f"{hang.DUMP_PREFIX}{rank}") for rank, data in raw.items()]
+    return [dumps.Reader().from_data(data, f"{hang.DUMP_PREFIX}{rank}") for rank, data in raw.items()]
 
 
 def test_who_never_entered_and_how_long_the_others_waited():
@@ -98,6 +98,8 @@ def test_a_shell_value_torch_would_choke_on_is_refused(monkeypatch):
     import bootstrap
     from bootstrap.doors.errors import ConfigError
 
-    monkeypatch.setenv("TORCH_FR_BUFFER_SIZE", "-5")  # torch would keep every collective, forever
-    with pytest.raises(ConfigError, match=r"TORCH_FR_BUFFER_SIZE='-5' \(from the shell\)"):
+    # torch would keep every collective, forever. Set in this process, so its source is the process (a shell's
+    # value reads "from the shell" and is refused alike).
+    monkeypatch.setenv("TORCH_FR_BUFFER_SIZE", "-5")
+    with pytest.raises(ConfigError, match=r"TORCH_FR_BUFFER_SIZE='-5' \(from the process\)"):
         bootstrap.initialize({"distributed": {"init": "always"}}).apply()

@@ -30,7 +30,8 @@ def _files(tmp_path, depth: int):
     """The same nesting as each kind of file the package reads."""
     text = _nested(depth)
     json_file, yaml_file, pickled = tmp_path / "r.json", tmp_path / "h.yaml", tmp_path / "comm_lib_trace_rank_0"
-    json_file.write_text('{"schema_version": 2, "distributed": {"hang": ' + text + "}}")
+    # In a field of the report (a key the report does not know is ignored, whatever it holds)
+    json_file.write_text('{"schema_version": 3, "distributed": {"hang": {"dumps": ' + text + "}}}")
     yaml_file.write_text("hydra: " + text)
     nested: object = 1
     for _ in range(min(depth, 300)):  # pickle itself recurses while dumping: 300 deep is past the bound
@@ -153,3 +154,24 @@ def test_a_directory_a_fifo_and_a_file_too_long_are_refused(tmp_path):
         with pytest.raises(Unreadable, match=reason):
             inbound.read_private_bytes(path, 10)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # opened without blocking, and not read
+
+
+# -- the environment this process was started with (/proc/self/environ) ----------------------------
+def test_the_start_environment_holds_what_this_process_was_started_with_not_what_it_set_since(monkeypatch):
+    if not inbound.START_ENVIRON.exists():
+        pytest.skip("no /proc/self/environ here (not Linux): read_start_environ gives None, tested below")
+    monkeypatch.setenv("HTB_SET_SINCE_START", "2")
+    start = inbound.read_start_environ()
+    assert start is not None and "HTB_SET_SINCE_START" not in start
+    assert any(os.environ.get(name) == value for name, value in start.items())  # pytest's start environment
+
+
+def test_a_start_environment_is_read_strictly_and_absent_safely(tmp_path):
+    path = tmp_path / "environ"
+    path.write_bytes(b"A=1\0B=x=y\0A=second\0=odd\0C=\xff\0")
+    assert inbound.read_start_environ(path) == {"A": "1", "B": "x=y", "C": os.fsdecode(b"\xff")}  # as os.environ
+    path.write_bytes(b"A=1\0ray::IDLE\0\0\0")  # a title written over the area: no environment any more
+    assert inbound.read_start_environ(path) is None
+    assert inbound.read_start_environ(tmp_path / "absent") is None  # not Linux: as before the file was read
+    path.write_bytes(b"A=" + b"x" * inbound.MAX_ENVIRON_BYTES)
+    assert inbound.read_start_environ(path) is None

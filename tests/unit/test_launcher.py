@@ -4,7 +4,7 @@ import pytest
 from bootstrap.core.plan import make_plan
 from bootstrap.core.schema import load
 from bootstrap.distributed.frameworks import SubmititJob
-from bootstrap.distributed.launcher import LAUNCHERS, Launch, Launcher, detect
+from bootstrap.distributed.launcher import LAUNCHERS, Launch, Launcher, detect, detect_running
 from bootstrap.distributed.launchvars import derived_port, first_host, tasks_on_node, whole_number
 from bootstrap.doors.errors import ConfigError
 from bootstrap.variables.readers import ProcessState
@@ -49,6 +49,36 @@ def test_torchrun():
                             master_addr="localhost", master_port=46649,
                             job_id="7e7f224b-8457-4093-8a62-4cfa89ad2183")
     assert not launch.multi_node
+
+
+def test_what_torchrun_alone_knows_is_asked_of_its_row():
+    """The restart count in the store keys and the file its failure summary reads are torchrun's facts, on its
+    row: another launcher's row answers nothing, even where the variables leaked into its ranks."""
+    from bootstrap.core.agreement import run_key
+    from bootstrap.distributed.agree_store import PREFIX
+
+    leaked = {"TORCHELASTIC_RESTART_COUNT": "3", "TORCHELASTIC_ERROR_FILE": "/tmp/error.json"}
+    torchrun = detect({**TORCHRUN_RANK1, **leaked})
+    assert (torchrun.row.restart_count(leaked), torchrun.row.error_file(leaked)) == ("3", "/tmp/error.json")
+    assert run_key(leaked, torchrun, 7) == f"{PREFIX}/{TORCHRUN_RANK1['TORCHELASTIC_RUN_ID']}/3/7"
+    assert torchrun.row.restart_count({}) == "0" and torchrun.row.error_file({"TORCHELASTIC_ERROR_FILE": ""}) is None
+    srun = detect({**SRUN_TASK5, **leaked})
+    assert (srun.row.restart_count(leaked), srun.row.error_file(leaked)) == ("0", None)
+    assert run_key(leaked, srun, 7) == f"{PREFIX}/{srun.job_id}/0/7"
+
+
+def test_only_the_session_asks_a_running_framework():
+    """detect_running asks the rows' frameworks (submitit's job); detect and peek read only the environment."""
+    import os
+    from unittest import mock
+
+    assert [row.name for row in LAUNCHERS if row.asked_job is not LAUNCHERS[-1].asked_job] == ["submitit"]
+    assert detect_running(SRUN_TASK5) == detect(SRUN_TASK5)  # no SUBMITIT_* variable: submitit is not asked
+    stray = {"SUBMITIT_EXECUTOR": "slurm"}  # submitit cannot read a job without SLURM_JOB_ID
+    with mock.patch.dict(os.environ, stray, clear=True):  # submitit reads os.environ itself
+        with pytest.raises(ConfigError, match="SUBMITIT_EXECUTOR=slurm says submitit started this process"):
+            detect_running(stray)
+        assert detect(stray).launcher == "single"  # not asked: the environment alone
 
 
 def test_torchrun_wins_over_slurm_variables():
@@ -442,7 +472,9 @@ def test_the_package_does_what_each_row_says(row):
 
 
 def test_no_module_but_the_table_asks_which_launcher_it_is():
-    """Elsewhere the package reads ``launch.row``: a fact kept outside the table is a second place to edit."""
+    """Elsewhere the package reads ``launch.row``: a fact kept outside the table is a second place to edit. That
+    holds for a launcher's own variables too (torchrun's TORCHELASTIC_*, submitit's, SLURM's, an MPI's, Ray's):
+    only the rows' module and what it calls read them; the lint's table of known variables describes them."""
     import dataclasses
     import re
     from pathlib import Path
@@ -453,6 +485,11 @@ def test_no_module_but_the_table_asks_which_launcher_it_is():
     sources = {p: p.read_text() for p in package.rglob("*.py")}
     naming = re.compile(r"\bLauncher\.\w|\.launcher\s+(?:is|==|!=|in|not in)\s")
     assert not [str(p) for p, text in sources.items() if p.name != "launcher.py" and naming.search(text)]
+    own_variable = re.compile(r"[\"'](?:TORCHELASTIC|SUBMITIT|SLURM|OMPI|PMIX?|MV2|MPI|RAY|PET)_[A-Z_]*[\"']")
+    rows_and_helpers = {package / "distributed" / name for name in ("launcher.py", "launchvars.py", "frameworks.py")}
+    readers = [str(p) for p, text in sources.items()
+               if p not in rows_and_helpers | {package / "variables" / "table.py"} and own_variable.search(text)]
+    assert not readers, f"a launcher's own variable read outside its row: {readers}"
     facts = [f.name for f in dataclasses.fields(LauncherRow) if f.name not in ("name", "detect")]
     unread = [fact for fact in facts if not any(f".{fact}" in text for text in sources.values())]
     assert not unread, f"facts no module reads: {unread}"
@@ -476,11 +513,9 @@ def _outcome(environ: dict, group_exists: bool):
     import os
     from unittest import mock
 
-    from bootstrap.distributed.frameworks import submitit_job
-
     try:
         with mock.patch.dict(os.environ, environ, clear=True):  # submitit reads os.environ itself
-            launch = detect(environ, submitit_job(environ), group_exists=group_exists)
+            launch = detect_running(environ, group_exists=group_exists)
         plan = make_plan(load({}), environ_now=environ, env_set={}, explicit_vars=(), state=FRESH, cpus=2,
                          machine_cpus=2, launch=launch)
     except ConfigError as refused:

@@ -1,5 +1,6 @@
 """The package's folders show its parts, and they import one way: from the Hydra adapter on top down
-to the doors at the bottom. Read from the source, so a lazy import inside a function counts too."""
+to the doors at the bottom. Read from the source, so a lazy import inside a function counts too; an import
+under ``if TYPE_CHECKING:`` does not (it names a type for the type checker and never runs)."""
 import ast
 from pathlib import Path
 
@@ -17,9 +18,21 @@ def _folder(path: Path) -> str:
     return parts[0] if len(parts) > 1 else path.stem
 
 
-def _imported_folders(path: Path):
-    """Every bootstrap folder this module imports, at any depth of the file."""
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+def _type_checking_only(tree: ast.AST) -> set:
+    """The nodes under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): they never run."""
+    blocks = [node for node in ast.walk(tree) if isinstance(node, ast.If) and ast.unparse(node.test) in
+              ("TYPE_CHECKING", "typing.TYPE_CHECKING")]
+    return {id(inner) for block in blocks for statement in block.body for inner in ast.walk(statement)}
+
+
+def _imported_folders(path: Path, *, type_only: bool = False):
+    """Every bootstrap folder this module imports, at any depth of the file (``type_only``: also under
+    ``if TYPE_CHECKING:``)."""
+    tree = ast.parse(path.read_text(), str(path))
+    skipped = set() if type_only else _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         names = []
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module == "bootstrap":
@@ -50,6 +63,13 @@ def test_imports_run_down_the_folders(path):
     upward = [f"line {line}: {here}/ imports {there}/" for line, there in _imported_folders(path)
               if there != here and LEVELS[there] >= LEVELS[here]]
     assert not upward, f"{path.relative_to(PACKAGE)}: " + "; ".join(upward)
+
+
+def test_an_import_for_the_type_checker_alone_is_no_dependency():
+    """lint.py (variables/) names the preset's type, core's EnvConfig, for the type checker alone."""
+    lint = PACKAGE / "variables" / "lint.py"
+    assert "core" in {folder for _, folder in _imported_folders(lint, type_only=True)}
+    assert "core" not in {folder for _, folder in _imported_folders(lint)}
 
 
 def test_the_wheel_lists_every_folder():

@@ -107,7 +107,7 @@ def name_lists():
     from bootstrap.variables import table, torch_names
 
     groups = {attr: value for attr, value in vars(table).items()
-              if isinstance(value, tuple) and value and all(isinstance(v, table.V) for v in value)}
+              if isinstance(value, tuple) and value and all(isinstance(v, table.KnownVariable) for v in value)}
     assert list(groups.values()) == list(table.GROUPS), "a group of the table is missing from GROUPS"
     lists = {f"table.{attr}": [v.name for v in group] for attr, group in groups.items()}
     lists["table.NOT_READ"] = list(table.NOT_READ)
@@ -186,3 +186,15 @@ def test_the_names_torch_reads_as_its_own_are_in_this_torch():
     missing = [v.name for g in torch_groups for v in g  # the CUDA build's own names cannot be seen in this one
                if not v.removed_in and "nvidia_gpu" not in v.hardware and v.name.encode() not in text]
     assert not missing, f"not found in this torch's CPU libraries or sources: {missing}"
+
+
+# -- the one verdict behind the hardware finding and the report's ``effective`` ---------------------------
+def test_hardware_gap_says_what_the_machine_lacks_and_whether_the_variable_does_nothing():
+    assert lint.hardware_gap("TORCH_NCCL_ASYNC_ERROR_HANDLING", NO_GPU) == ("this machine has no NVIDIA GPU", True)
+    gap = lint.hardware_gap("CUDA_DEVICE_MAX_CONNECTIONS", BLACKWELL)  # still acts, only not needed
+    assert gap is not None and not gap.does_nothing and "before Blackwell" in gap.why
+    assert lint.hardware_gap("TORCH_NCCL_ASYNC_ERROR_HANDLING", HOPPER) is None
+    assert lint.hardware_gap("TORCH_NCCL_ASYNC_ERROR_HANDLING", None) is None  # nothing known, nothing said
+    assert lint.hardware_gap("MY_OWN_SETTING", NO_GPU) is None  # an unknown name: no table row to judge by
+    (finding,) = lint.check({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}, NO_GPU)
+    assert "but this machine has no NVIDIA GPU: it does nothing here." in finding.message

@@ -290,10 +290,10 @@ def test_bootstrap_diff_says_why_tuesday_was_slower():
 
 def test_the_sweep_summary_shows_the_check_only_where_it_ran():
     from bootstrap.doors.records import Report
-    from bootstrap.sweep import summary, tables
+    from bootstrap.sweep import read, tables
 
-    ran = summary.row_from_reports("0", [Report(preflight=_ran(95.0, "slow"))])
-    skipped = summary.row_from_reports("1", [Report(preflight=bootstrap.doors.records.Preflight())])
+    ran = read.row_from_reports("0", [Report(preflight=_ran(95.0, "slow"))])
+    skipped = read.row_from_reports("1", [Report(preflight=bootstrap.doors.records.Preflight())])
     assert (ran.preflight, ran.slowest_tflops, skipped.preflight) == ("slow", 95.0, "skipped")
     assert tables.to_csv([ran, skipped]).splitlines()[:2] == [
         "job,overrides,status,intra_op,inter_op,preflight,slowest_tflops,best", "0,,unknown,,,slow,95.0,"]

@@ -58,10 +58,14 @@ def hostile(side: str) -> dict:
         "var.MY_SECRET_KEY": PLANTED["MY_SECRET_KEY"], "var.WANDB_API_KEY": PLANTED["WANDB_API_KEY"],
         "var.NCCL_SOCKET_IFNAME": "eth0" if side == "a" else "eth0\t", f"var.X\n{FORGED}": "v",
         **{f"var.NCCL_K{i}": "a" * 300 + side for i in range(3000)}}}
-    data["distributed"]["hang"] = {"password": PLANTED["hang"], "deep": _deep(DEEP)}
+    data["distributed"]["hang"] = {"dump_dir": f"/runs/x\n{FORGED} dump_dir", "dumps": ["comm_lib_trace_rank_0"],
+                                   "finding": f"password={PLANTED['hang']}\n{FORGED} finding",
+                                   "findings": [f"password={PLANTED['hang']}\n{FORGED} finding"] * 50,
+                                   "notes": [f"token={PLANTED['hang']}\n{FORGED} note" + "x" * 9000]}
+    data["distributed"]["from_a_later_version"] = _deep(DEEP)  # a key this version does not know: ignored
     data["warnings"] = [f"token={PLANTED['warning']}\n{FORGED} warning"]
     data["preflight"] = {
-        "status": f"slow\n{FORGED} status", "mode": "error", "note": f"token={PLANTED['preflight']}\n{FORGED} note",
+        "status": "slow", "mode": "error", "note": f"token={PLANTED['preflight']}\n{FORGED} note",
         "median_tflops": 2.0 if side == "a" else 3.0, "network": f"IB\n{FORGED} network",
         "slowest": {"rank": 1, "host": f"h\n{FORGED} host password={PLANTED['preflight']}", "tflops": 0.5},
         "ranks": [{"rank": r, "host": f"h{r}\n{FORGED} host", "tflops": 1.0} for r in range(3000)],
@@ -141,13 +145,13 @@ def _rank0_report(sweep: Path) -> str:
 
 def _peer_record(sweep: Path) -> str:
     """A peer's record in the store: rank 0's reference and an odd rank's values (bootstrap.distributed.agree_store)."""
-    from bootstrap.core import agreement
+    from bootstrap.core import comparison
     from bootstrap.distributed.agree_store import OddRank
 
     reference = hostile("a")["distributed"]["agreement"]["fingerprint"]
     odd = [OddRank(rank=1, host=f"b\n{FORGED}", values={**hostile("b")["distributed"]["agreement"]["fingerprint"],
                                                        "var.NCCL_ALGO": f"Tree\n{FORGED}"})]
-    record = agreement.outcome(reference, f"a\n{FORGED}", odd, 1, 2, "error")
+    record = comparison.outcome(reference, f"a\n{FORGED}", odd, 1, 2, "error")
     return record.message + "\n" + outbound.to_json(record.to_json())  # as each rank's report holds it
 
 
@@ -226,24 +230,26 @@ def test_values_that_differ_only_in_white_space_look_different():
 
 
 def test_a_peer_with_thousands_of_keys_makes_one_bounded_line_and_the_stop_is_not_lost():
-    from bootstrap.core import agreement
+    from bootstrap.core import comparison
     from bootstrap.distributed.agree_store import OddRank
 
     values = {f"var.AAA_{i}": "x" for i in range(5000)}
     values["var.TORCH_DISTRIBUTED_DEBUG"] = "INFO"  # sorts after every AAA_: still decides the job
-    record = agreement.outcome({}, "a", [OddRank(rank=1, host="b", values=values)], 1, 2, "error")
+    record = comparison.outcome({}, "a", [OddRank(rank=1, host="b", values=values)], 1, 2, "error")
     assert record.status == "stopped" and "\n" not in record.message
     assert len(record.message) <= outbound.MAX_FINDING and "TORCH_DISTRIBUTED_DEBUG=INFO" in record.message
-    assert len(record.differences) == agreement.MAX_RECORDED and record.more_differences == 5001 - 64
-    assert f"and {5001 - agreement.MAX_SAID} more differences" in record.message
+    assert len(record.differences) == comparison.MAX_RECORDED and record.more_differences == 5001 - 64
+    assert f"and {5001 - comparison.MAX_SAID} more differences" in record.message
 
 
 # -- completeness: every reader of others' data is walked above ------------------------------------------
 # module -> what it reads that someone else wrote, and which renderer above walks it
 READERS_OF_OTHERS_DATA = {
     "bootstrap/cli/diff.py": "reports on disk: bootstrap diff, --all, --json",
-    "bootstrap/sweep/summary.py": "every job's report and overrides.yaml: the sweep summary, tune",
+    "bootstrap/sweep/read.py": "every job's report and overrides.yaml: the sweep summary, tune",
     "bootstrap/core/agreement.py": "rank 0's report (Lightning) and the peers' records: two renderers above",
+    "bootstrap/core/process_vars.py": "rank 0's report (Lightning): only the names of its process's own variables "
+                                      "that this rank holds with the same value; nothing of it is shown",
     "bootstrap/distributed/agree_store.py": "the peers' records in the store: 'a peer's record in the store'",
     "bootstrap/distributed/dumps.py": "flight-recorder dumps (tests/unit/test_dumps.py); of a report, only started_ns",
     "bootstrap/distributed/group.py": "rank 0's run directory and the first failure (tests/unit/test_waits.py, "

@@ -5,7 +5,23 @@ import numpy as np
 import pytest
 import torch
 
-from bootstrap.core.report import MAX_DEPTH, MAX_METRICS, MAX_SKIPPED, error_text, metrics_from
+from bootstrap.core.metrics import MAX_DEPTH, MAX_METRICS, MAX_SKIPPED, metrics_from
+from bootstrap.core.plan import make_plan
+from bootstrap.core.report import (
+    JobInfo,
+    build,
+    error_text,
+    format_table,
+)
+from bootstrap.core.schema import load
+from bootstrap.core.versions import Found
+from bootstrap.distributed.launcher import Launch, Launcher
+from bootstrap.variables import lint
+from bootstrap.variables.lint import Machine
+from bootstrap.variables.readers import ProcessState
+
+FOUND = Found(python="3.11.7", torch="2.13.0+cpu", cuda=None, nccl=None, cudnn=None, compute_capability=None, gpus=0,
+              gpu_names=(), cpus=2, cpus_usable=2, cpu_affinity="0-1")
 
 
 def test_a_number_becomes_the_return_metric():
@@ -111,3 +127,30 @@ def test_an_error_whose_message_cannot_be_read_still_gives_its_type():
 
     assert error_text(Broken()) == "Broken (its message could not be read: RuntimeError)"
     assert error_text(ValueError("x" * 30_000)).endswith("x... (10012 more characters)")  # "ValueError: " + 30,000
+
+
+# -- one truth per variable: the lint's hardware finding and the report's ``effective`` -----------------
+@pytest.mark.parametrize("machine", [
+    Machine(nvidia_gpu=False, x86_64=True, intel_openmp=False),
+    Machine(nvidia_gpu=True, compute_capability=9.0, x86_64=True),
+    Machine(nvidia_gpu=True, compute_capability=10.0, x86_64=True),
+], ids=["no GPU", "Hopper", "Blackwell"])
+def test_a_variable_the_lint_says_does_nothing_here_is_not_effective_in_the_report_or_its_table(machine):
+    preset = load({"device": "cuda", "on_mismatch": "warn", "vars": {
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": 3, "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+        "CUDA_DEVICE_MAX_CONNECTIONS": 1, "NCCL_NVLS_ENABLE": 0, "KMP_AFFINITY": "compact", "MY_SETTING": 1}})
+    plan = make_plan(preset, environ_now={}, env_set={}, explicit_vars=(), cpus=2, machine_cpus=2,
+                     state=ProcessState(cuda_initialized=False, process_group_initialized=False),
+                     launch=Launch(Launcher.single))
+    findings = lint.for_preset(preset, machine)
+    record = build(JobInfo("test"), plan, "cpu", FOUND, [], None, [], 0.0, lint=findings, machine=machine)
+    said = {f.name: f.message for f in findings if f.kind is lint.Kind.hardware and "does nothing here" in f.message}
+    idle = {name: var for name, var in record.vars.items() if not var.effective and var.does_nothing_here}
+    assert set(idle) == set(said) and (said or machine.nvidia_gpu), (said, idle)
+    for name, var in record.vars.items():
+        planned = next(d for d in plan.vars if d.name == name)
+        assert var.effective == (planned.effective and name not in said), name
+    for name, var in idle.items():
+        assert f"but {var.does_nothing_here}: it does nothing here" in said[name]
+        row = next(line for line in format_table(record).splitlines() if line.startswith(name + " "))
+        assert row.endswith(f"no: {var.does_nothing_here}"), row

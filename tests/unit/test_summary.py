@@ -7,7 +7,8 @@ import stat
 from pathlib import Path
 
 from bootstrap.doors.outbound import write_text
-from bootstrap.sweep.summary import Row, objective_for, rank
+from bootstrap.sweep.rank import objective_for, rank
+from bootstrap.sweep.read import Row
 from bootstrap.sweep.tables import to_csv, to_markdown
 
 

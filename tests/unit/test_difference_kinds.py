@@ -2,15 +2,15 @@
 kept in step with their new ones, torch's other names, and :func:`known_set` on plain mappings."""
 import pytest
 
-from bootstrap.variables import agreement, table, torch_names
+from bootstrap.variables import difference_kinds, table, torch_names
 
 ROWS = [var for group in table.GROUPS for var in group]
 
 
 def test_every_row_has_a_kind_and_every_kind_says_what_agree_error_does():
     assert [v.name for v in ROWS if v.agree not in table.AGREE_KINDS] == []
-    assert set(agreement.ON_ERROR) == set(table.AGREE_KINDS) == set(table.AGREE_MEANINGS)
-    assert agreement.STOPPING == {"collective"}
+    assert set(difference_kinds.ON_ERROR) == set(table.AGREE_KINDS) == set(table.AGREE_MEANINGS)
+    assert difference_kinds.STOPPING == {"collective"}
     assert set(table.GROUP_AGREE) == {v.name for v in ROWS}  # each row knows its group's default
 
 
@@ -41,7 +41,7 @@ def test_a_group_must_name_its_kind_and_a_row_only_a_real_one(monkeypatch):
     ("TORCHELASTIC_ERROR_FILE", "per_rank"),
 ])
 def test_key_variables_have_the_kind_the_issue_asks_for(name, kind):
-    assert agreement.kind_of(name) == kind
+    assert difference_kinds.kind_of(name) == kind
 
 
 def renames_that_differ(rows):
@@ -64,28 +64,28 @@ def test_a_renamed_name_with_another_kind_is_found():
 
 def test_torchs_other_names_warn_as_numerics_unless_they_move_collectives():
     others = torch_names.TORCH_MENTIONED | torch_names.TORCH_COMPILE
-    assert agreement.TORCH_OTHER_COLLECTIVE <= others  # no stale name
-    assert {agreement.kind_of(n) for n in others - agreement.TORCH_OTHER_COLLECTIVE} == {"numerics"}
-    assert agreement.kind_of("TORCH_COMPILER_COLLECTIVES") == "collective"
+    assert difference_kinds.TORCH_OTHER_COLLECTIVE <= others  # no stale name
+    assert {difference_kinds.kind_of(n) for n in others - difference_kinds.TORCH_OTHER_COLLECTIVE} == {"numerics"}
+    assert difference_kinds.kind_of("TORCH_COMPILER_COLLECTIVES") == "collective"
 
 
 @pytest.mark.parametrize("name", ["NCCL_MAX_RW_PAIRS", "TVM_NUM_THREADS", "NCCL_NOT_A_VARIABLE", "HOME", "PATH",
                                   "nccl_algo"])
 def test_a_name_no_known_release_reads_has_no_kind(name):
-    assert agreement.kind_of(name) is None
+    assert difference_kinds.kind_of(name) is None
 
 
 def test_known_set_keeps_known_names_sorted_and_leaves_out_unknown_and_per_rank_ones():
     environ = {"PATH": "/usr/bin", "OMP_NUM_THREADS": "4", "RANK": "1", "LOCAL_RANK": "1",
                "CUDA_VISIBLE_DEVICES": "1", "NCCL_DEBUG": "INFO", "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
                "NCCL_MAX_RW_PAIRS": "2", "TORCHINDUCTOR_FREEZING": "1", "HOSTNAME": "node-b"}
-    got = agreement.known_set(environ)
+    got = difference_kinds.known_set(environ)
     assert got == {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "4", "TORCHINDUCTOR_FREEZING": "1",
                    "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
     assert list(got) == sorted(got)
-    assert agreement.known_set({}) == {} and agreement.known_set({"HOME": "/root"}) == {}
+    assert difference_kinds.known_set({}) == {} and difference_kinds.known_set({"HOME": "/root"}) == {}
 
 
 def test_every_name_known_set_can_keep_is_one_kind_can_compare():
-    assert agreement.known_set({v.name: "1" for v in ROWS}).keys() == {
+    assert difference_kinds.known_set({v.name: "1" for v in ROWS}).keys() == {
         v.name for v in ROWS if v.agree != "per_rank"}

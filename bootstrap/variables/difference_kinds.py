@@ -3,7 +3,7 @@
 The rank agreement (``env.distributed.agree``) compares the known variables each rank has set. Each
 name's kind is one of :data:`bootstrap.variables.table.AGREE_KINDS`:
 
-- the detailed table's rows say their own (``V.agree``);
+- the detailed table's rows say their own (``KnownVariable.agree``);
 - torch's other names (:mod:`bootstrap.variables.torch_names`: build, test and internal switches that
   the table does not describe one by one) are :data:`TORCH_OTHER_KIND`, except
   :data:`TORCH_OTHER_COLLECTIVE`;

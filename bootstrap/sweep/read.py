@@ -1,0 +1,179 @@
+"""What is safely known of one job directory of a sweep: its reports and Hydra's record of its overrides,
+read through the one way in (:mod:`bootstrap.doors.inbound`), made into the summary's :class:`Row`.
+
+**Hostile files.** A report is read as a typed :class:`bootstrap.doors.records.Report`, Hydra's
+``overrides.yaml`` as a list of strings. A report (or ``overrides.yaml``) that cannot be read, is not
+JSON (YAML), or holds a field of the wrong type (``job: 5``, ``checks: "x"``,
+``metrics: {"a": "b"}``, a number outside float range such as ``1e999`` or a 400-digit
+integer) gives the row the status ``unreadable`` and a reason (``bootstrap.json: job.metrics.loss: not a
+finite number``). Such a row keeps what is safely known (the job's directory name and Hydra's record of its
+overrides; with a readable report and an unreadable ``overrides.yaml``, the report's name, overrides and
+threads) but no metrics, so it is never ranked and never the best. Files that are not
+reports (``bootstrap.rankX.json``) are ignored. Every text cell is masked (:mod:`bootstrap.doors.masking`),
+without Hydra's parser where an override holds nothing to mask.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from bootstrap.core import facts
+from bootstrap.core.report import JobStatus
+from bootstrap.doors import inbound, records
+from bootstrap.doors.inbound import Unreadable
+from bootstrap.doors.masking import masked_line, masked_override
+from bootstrap.doors.records import Report
+from bootstrap.doors.textenum import TextEnum
+from bootstrap.sweep import walk
+
+
+class RowStatus(TextEnum):
+    """A row's status: the job's own (:class:`bootstrap.core.report.JobStatus`), or what the summary makes of its files.
+
+    A report may hold any text as its status; an unexpected one is shown as it is, masked."""
+
+    COMPLETED = JobStatus.COMPLETED.value
+    FAILED = JobStatus.FAILED.value
+    CHECK_FAILED = JobStatus.CHECK_FAILED.value
+    INTERRUPTED = JobStatus.INTERRUPTED.value
+    COMPLETED_CHECK_FAILED = "completed, check failed"  # ran with on_mismatch=warn
+    INCOMPLETE = "incomplete"  # the report still says running: the job was killed (SIGKILL) or crashed hard
+    UNREADABLE = "unreadable"  # a file that cannot be read, or holds the wrong shape of data
+    NO_REPORT = "no report"
+    UNKNOWN = "unknown"  # a report without a status
+
+
+@dataclass(frozen=True)
+class Row:
+    """One job's line in the summary: its cells, masked."""
+
+    job: str
+    overrides: str
+    status: str
+    intra_op: Optional[int]
+    inter_op: Optional[int]
+    metrics: Dict[str, float] = field(default_factory=dict)
+    best: bool = False
+    reason: str = ""  # why the row is unreadable: "bootstrap.json: job.num: not a whole number ..."
+    preflight: str = ""  # the preflight check's status (ok | slow | faulty | skipped); "" in a report without one
+    slowest_tflops: Optional[float] = None  # the slowest rank's matmul TFLOP/s, where the check measured
+    environment: Dict[str, str] = field(default_factory=dict, compare=False)  # rank 0's (facts.environment)
+
+
+@dataclass(frozen=True)
+class Job:
+    """What is safely known of one job directory."""
+
+    directory: Path
+    overrides: Optional[List[str]]  # .hydra/overrides.yaml as Hydra recorded it, unmasked; None: unreadable
+    reports: List[Report]  # the reports, rank order; empty when none or any is unreadable
+    row: Row
+
+
+_STATUS_ORDER = (RowStatus.FAILED, RowStatus.CHECK_FAILED, RowStatus.INTERRUPTED, RowStatus.INCOMPLETE,
+                 RowStatus.UNREADABLE, RowStatus.UNKNOWN, RowStatus.COMPLETED)
+
+
+def _severity(status: str) -> int:
+    return _STATUS_ORDER.index(status) if status in _STATUS_ORDER else 0  # an unexpected status: show it
+
+
+def _overrides_in(job_dir: str) -> Tuple[Optional[List[str]], str]:
+    """``.hydra/overrides.yaml``, or None and why it cannot be read."""
+    try:
+        return inbound.read_string_list(os.path.join(job_dir, ".hydra", "overrides.yaml")), ""
+    except Unreadable as error:  # "overrides.yaml: not YAML"
+        return None, f".hydra/{error}"
+
+
+def _joined(overrides: Sequence[str]) -> str:
+    return " ".join(masked_override(o) for o in overrides)
+
+
+def _status(report: Report) -> str:
+    status = report.job.status
+    if not status:
+        return RowStatus.UNKNOWN
+    return RowStatus.INCOMPLETE if status == JobStatus.RUNNING else status  # ended without on_job_end
+
+
+def row_from_reports(job_dir: "os.PathLike[str] | str", reports: List[Report],
+                     overrides: Optional[List[str]] = None) -> Row:
+    """One row per job; with several ranks, rank 0's numbers and the worst rank's status."""
+    first = reports[0]
+    status = _status(first) if len(reports) == 1 else min((_status(r) for r in reports), key=_severity)
+    if status == RowStatus.COMPLETED and not first.checks_ok:
+        status = RowStatus.COMPLETED_CHECK_FAILED
+    return Row(
+        job=str(first.job.num) if first.job.num is not None else masked_line(os.path.basename(job_dir)),
+        overrides=_joined(first.overrides if first.overrides or overrides is None else overrides),
+        status=masked_line(status),
+        intra_op=first.threads.intra_op,
+        inter_op=first.threads.inter_op,
+        metrics=first.job.metrics or {},
+        environment=facts.environment(first),
+        preflight=first.preflight.status if first.preflight else "",
+        slowest_tflops=first.preflight.slowest.tflops if first.preflight and first.preflight.slowest else None,
+    )
+
+
+def _bare_row(job_dir: str, overrides: Optional[List[str]], status: str, reason: str) -> Row:
+    """A job without a readable report: its directory's name and Hydra's record, never metrics."""
+    return Row(masked_line(os.path.basename(job_dir)), _joined(overrides or []), status, None, None, reason=reason)
+
+
+def _read(job_dir: str, names: Sequence[str]) -> Tuple[Optional[List[str]], List[Report], Row]:
+    """The job's overrides, reports and row (see :class:`Job`); never raises for what is in ``job_dir``."""
+    overrides, why = _overrides_in(job_dir)
+    reports = []
+    for name in records.report_names(names):
+        try:
+            reports.append(records.read_report(os.path.join(job_dir, name)))
+        except Unreadable as error:  # a directory named bootstrap.json, binary garbage, a field of the wrong type
+            return overrides, [], _bare_row(job_dir, overrides, RowStatus.UNREADABLE, str(error))
+    if not reports:
+        status = RowStatus.NO_REPORT if overrides is not None else RowStatus.UNREADABLE
+        return overrides, [], _bare_row(job_dir, overrides, status, why)
+    row = row_from_reports(job_dir, reports, overrides)
+    if overrides is None:  # a report, but Hydra's record of the job is garbage
+        return None, [], replace(row, status=RowStatus.UNREADABLE, metrics={}, reason=why)
+    return overrides, reports, row
+
+
+def read_job(job_dir: str, names: Sequence[str]) -> Job:
+    """What is safely known of the job in ``job_dir``, whose entries are ``names``; never raises for what
+    is in it."""
+    return Job(Path(job_dir), *_read(job_dir, names))
+
+
+def row_of(job_dir: str, names: Sequence[str]) -> Row:
+    """The job's row alone (:func:`read_job`): a summary of 10,000 jobs need hold no report."""
+    return _read(job_dir, names)[2]
+
+
+@contextlib.contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused while a sweep's files are read. Parsed JSON, reports and rows hold no
+    reference cycle, so it would find nothing; but the many containers made trigger its runs, and each full
+    run walks every object alive (the rows read so far, and Hydra's and torch's own in the process that ends a
+    sweep): about a tenth of a summary's time at 10,000 jobs, growing with the sweep."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def jobs(sweep_dir: Path) -> Tuple[List[Job], int]:
+    """The latest sweep's jobs (:func:`bootstrap.sweep.walk.latest`), and how many job directories of earlier
+    sweeps were left out."""
+    found, older = walk.latest(sweep_dir)
+    with no_cycle_collection():
+        return [read_job(job_dir, names) for job_dir, names in found], older
