@@ -40,6 +40,7 @@ import torch.distributed as dist  # noqa: E402
 from bootstrap.distributed.agree_store import MAX_NAMED, exchange  # noqa: E402
 from bootstrap.distributed.group import share_run_dir  # noqa: E402
 from bootstrap.distributed.waits import Deadline  # noqa: E402
+from bootstrap.doors.torch_settings import SETTINGS  # noqa: E402
 
 TARGET_WORLD = 10_000
 FIT_MAX_WORLD = 1024  # past this, thousands of threads queue on the interpreter's lock: the fit would measure that
@@ -47,7 +48,7 @@ TIMEOUT = datetime.timedelta(seconds=300)
 PHASES = ("run_dir", "agree", "agree_odd")
 # A fingerprint the size of a real one (bootstrap.core.agreement.fingerprint): versions, settings, variables.
 FINGERPRINT = {**{f"version.{name}": "2.13.0" for name in ("python", "torch", "cuda", "cudnn", "nccl", "bootstrap")},
-               **{f"torch.{name}": "False" for name in ("cudnn_benchmark", "deterministic", "detect_anomaly")},
+               **{f"torch.{setting.name}": "False" for setting in SETTINGS},
                **{f"var.NCCL_VAR_{i}": f"value-{i}" for i in range(24)}, "preset": "h100", "threads.intra_op": "8"}
 
 
