@@ -8,19 +8,17 @@ torch's settings belong to the whole process, so only one thread applies at a ti
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Callable, List, Optional
+from typing import Callable, List, Optional
 
 from bootstrap.doors.errors import BootstrapError
 
-if TYPE_CHECKING:
-    from bootstrap.core.session import Session
-
-_sessions: List[Session] = []
+# The sessions (bootstrap.core.session.Session), kept as plain objects: this stack knows nothing of what they do.
+_sessions: List[object] = []
 _owner: Optional[threading.Thread] = None  # the thread whose sessions these are
 _lock = threading.RLock()  # re-entrant: closing a session closes the ones inside it first
 
 
-def push(session: Session, apply: Callable[[], None]) -> None:
+def push(session: object, apply: Callable[[], None]) -> None:
     """Run ``apply`` and put ``session`` on top; refuse a second apply and another thread's."""
     global _owner
     with _lock:
@@ -37,17 +35,17 @@ def push(session: Session, apply: Callable[[], None]) -> None:
         _sessions.append(session)
 
 
-def remove(session: Session) -> None:
+def remove(session: object) -> None:
     with _lock:
         if session in _sessions:
             _sessions.remove(session)
 
 
-def inside(session: Session) -> List[Session]:
+def inside(session: object) -> List[object]:
     """The sessions applied after ``session`` and still applied, innermost last."""
     with _lock:
         return _sessions[_sessions.index(session) + 1:] if session in _sessions else []
 
 
-def innermost() -> Optional[Session]:
+def innermost() -> Optional[object]:
     return _sessions[-1] if _sessions else None

@@ -7,15 +7,7 @@ finds them through ``pkg://bootstrap.conf`` (``hydra_plugins/hydra_train_bootstr
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import hashlib
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from bootstrap.core.schema import EnvConfig
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"  # this checkout's conf/ (a link), or the wheel's copy
 PRESET_DIR = CONF_DIR / "env"
@@ -44,15 +36,3 @@ def choose_override(key: str, preset: str, prefix: str = "") -> str:
 def group_for(key: str) -> str:
     """The config group whose options fill the node ``key``."""
     return ALIAS_GROUP if key == ALIAS_GROUP else GROUP
-
-
-def digest(preset: EnvConfig) -> str:
-    """sha256 of a validated preset (``schema.EnvConfig``), secret values masked: two ranks, or two runs,
-    with the same digest ran the same preset. A secret is compared by the rank agreement, never hashed here:
-    a long-lived report must not let anyone test a guess at it."""
-    from bootstrap.doors.masking import masked
-
-    content = dataclasses.asdict(preset)
-    content["vars"] = {name: masked(name, value) for name, value in (content.get("vars") or {}).items()}
-    text = json.dumps(content, sort_keys=True, default=lambda v: v.value if isinstance(v, enum.Enum) else str(v))
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]

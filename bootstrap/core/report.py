@@ -42,7 +42,7 @@ class JobInfo:
     overrides: Sequence[str] = ()  # as typed; masked here
     num: Optional[int] = None
     resolved: Optional[Choice] = None  # what env=auto chose
-    digest: Optional[str] = None  # presets.digest of the validated preset
+    digest: Optional[str] = None  # schema.digest of the validated preset
 
 
 @dataclass(frozen=True)

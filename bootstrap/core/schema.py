@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import hashlib
+import json
 import math
 import typing
 from dataclasses import dataclass, field
@@ -313,6 +315,18 @@ def load(env_cfg: Any) -> EnvConfig:
         where = f"{PRESET_KEY}.{rest}" if rest else PRESET_KEY
         raise ConfigError(f"{where}: {str(e).splitlines()[0]}") from None
     return validate(preset)
+
+
+def digest(preset: EnvConfig) -> str:
+    """sha256 of a validated preset, secret values masked: two ranks, or two runs, with the same digest ran the
+    same preset. A secret is compared by the rank agreement, never hashed here:
+    a long-lived report must not let anyone test a guess at it."""
+    from bootstrap.doors.masking import masked
+
+    content = dataclasses.asdict(preset)
+    content["vars"] = {name: masked(name, value) for name, value in (content.get("vars") or {}).items()}
+    text = json.dumps(content, sort_keys=True, default=lambda v: v.value if isinstance(v, enum.Enum) else str(v))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def register() -> None:

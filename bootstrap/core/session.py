@@ -19,7 +19,7 @@ import signal
 import time
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Collection, List, Mapping, Optional, Sequence, Tuple, TypeVar, cast
 
 from bootstrap.core import active, agreement, preflight, presets, report, runtime, schema, verdict, versions
 from bootstrap.core.changes import ProcessChanges, sigterm_held
@@ -90,7 +90,7 @@ class Session:
         self.launch: Optional[launcher.Launch] = None
         self.resolved: Optional[Choice] = None  # env=auto: what it chose
         self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
-        self.preset_digest: Optional[str] = None  # presets.digest of the preset the plan was made from
+        self.preset_digest: Optional[str] = None  # schema.digest of the preset the plan was made from
         self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
         self._changes: Optional[ProcessChanges] = None  # while applied: what it changed, its group and recorder
         self._masking_logs = False  # holds outbound.MaskedLogs while applied
@@ -144,7 +144,7 @@ class Session:
             # the chosen preset's variables are set: CUDA_* ones then reach children only.
             self.preset, self.resolved = auto.resolve(self.key, self.job_overrides, versions.detect())
             report.warn(warnings, self.resolved.warning)
-        self.preset_digest = presets.digest(self.preset)  # once per job: the report and the ranks' comparison
+        self.preset_digest = schema.digest(self.preset)  # once per job: the report and the ranks' comparison
         launch = self.launch or self.detect_launch()
         own_cpus = launch.row.own_cpus()
         by_process = set_by_process(environ_now, self.env_set, launch, self.output_dir)
@@ -333,7 +333,7 @@ class Session:
         if self._changes is None:
             return
         with sigterm_held():  # a SIGTERM now waits until the process is restored (torchrun's, after a peer failed)
-            for session in reversed(active.inside(self)):
+            for session in reversed(cast(List[Session], active.inside(self))):
                 session.close(JobStatus.FAILED, error="closed because an outer session was closed first")
             job_end = JobEnd(JobStatus(status), metrics, error)
             try:  # a record must never keep the process from being restored
@@ -420,7 +420,7 @@ class Session:
 def current() -> Session:
     """The session of the running job: ``bootstrap.current().device`` is where the model goes."""
     session = active.innermost()
-    if session is None:
+    if not isinstance(session, Session):
         raise RuntimeError("No bootstrap session is active. Enable the callback (hydra/callbacks=bootstrap) "
                            "or wrap the code in `with bootstrap.initialize(cfg.env):`.")
     return session

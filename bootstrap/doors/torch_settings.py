@@ -5,10 +5,7 @@ A row's name is the setting's field in the schema, its key in ``Plan.torch`` and
 from them, hence its place with the doors. Torch is passed in: nothing here imports it."""
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
-
-if TYPE_CHECKING:  # records reads this module's SETTINGS at import
-    from bootstrap.doors.records import Torch
+from typing import Any, Callable, List, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -51,7 +48,8 @@ SETTINGS: Tuple[Setting, ...] = (
 )
 
 
-def doctor_rows(section: "Torch") -> List[Tuple[str, str]]:
-    """The doctor's rows for a report's ``torch`` section (a ``records.Torch``); a setting it lacks shows ``-``."""
+def doctor_rows(section: object) -> List[Tuple[str, str]]:
+    """The doctor's rows for a report's ``torch`` section (a ``records.Torch``, whose fields are made from
+    :data:`SETTINGS`); a setting it lacks shows ``-``."""
     values = [(s.label, getattr(section, s.name)) for s in SETTINGS]
     return [(label, "-" if value is None else str(value)) for label, value in values]

@@ -21,15 +21,26 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Protocol,
+    Tuple,
+    Union,
+)
 
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import PRESET_KEY
 from bootstrap.doors.textenum import TextEnum
 
 if TYPE_CHECKING:  # the types of what the caller passes in; variables/ imports nothing of core/
-    from bootstrap.core.schema import EnvConfig
-    from bootstrap.core.versions import Found
     from bootstrap.variables.table import KnownVariable  # imported on the first call (see above)
 
 
@@ -210,7 +221,23 @@ def stopping(findings: Iterable[Finding]) -> List[Finding]:
     return [f for f in findings if f.kind in STOPPING]
 
 
-def machine_from(found: Found, arch: str, openmp_runtimes: Callable[[], Iterable[str]] = tuple,
+class FoundHardware(Protocol):
+    """What :func:`machine_from` reads of what was found (``bootstrap.core.versions.Found`` is one)."""
+
+    @property
+    def gpus(self) -> int: ...
+
+    @property
+    def cuda(self) -> Optional[str]: ...
+
+    @property
+    def hip(self) -> Optional[str]: ...
+
+    @property
+    def compute_capability(self) -> Optional[str]: ...
+
+
+def machine_from(found: FoundHardware, arch: str, openmp_runtimes: Callable[[], Iterable[str]] = tuple,
                  description: str = "this machine") -> Machine:
     """A :class:`Machine` from ``versions.Found``, ``platform.machine()`` and a reader of the OpenMP
     runtimes loaded (called only if a variable depends on it)."""
@@ -231,7 +258,17 @@ def machine_of_preset(device: str, compute_capability: Optional[str]) -> Machine
                    else None, description=f"a {'cuda' if on_gpu else 'cpu'} preset")
 
 
-def for_preset(preset: EnvConfig, machine: Optional[Machine] = None) -> List[Finding]:
+class LintedPreset(Protocol):
+    """What the lint reads of a preset (``bootstrap.core.schema.EnvConfig`` is one)."""
+
+    @property
+    def lint(self) -> LintPolicy: ...
+
+    @property
+    def vars(self) -> Dict[str, Any]: ...
+
+
+def for_preset(preset: LintedPreset, machine: Optional[Machine] = None) -> List[Finding]:
     """The findings for a preset's own variables (``vars``, as they would be exported), unless its
     ``lint`` is ``off``; with the ``machine`` (:func:`machine_from`), its hardware findings too."""
     from bootstrap.variables.environ import normalize
