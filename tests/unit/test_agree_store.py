@@ -2,12 +2,13 @@
 
 How it is measured: one real ``torch.distributed.TCPStore`` server and one real client per rank, each rank
 in its own thread of this process (the store's calls release the GIL). Each client is wrapped in
-:class:`Counting`, which forwards every call to the real store and counts it: the store does the work.
+:class:`Counting` (bench/bench_scale.py's, so that the test and the benchmark count the same operations),
+which forwards every call to the real store and counts it: the store does the work.
 """
 import datetime
 import json
+import sys
 import threading
-from collections import Counter
 
 import pytest
 import torch.distributed as dist
@@ -16,23 +17,10 @@ from bootstrap.distributed.agree_store import MAX_NAMED, POLICY_KEY, Absent, abs
 from bootstrap.distributed.waits import Deadline
 from bootstrap.doors.inbound import Unreadable
 
+from conftest import ROOT
 
-class Counting:
-    """A real store's client that counts the operations made through it (``set_timeout`` is the client's own
-    setting, which never reaches the server: not counted)."""
-
-    def __init__(self, store):
-        self.store, self.ops = store, Counter()
-
-    def __getattr__(self, name):
-        method = getattr(self.store, name)
-        if name in ("set_timeout", "timeout"):
-            return method
-
-        def counted(*args):
-            self.ops[name] += 1
-            return method(*args)
-        return counted
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_scale import Counting  # noqa: E402
 
 
 def _world(world_size: int, fingerprint_of, key: str = "run/0/1", policy_of=lambda rank: "error",
