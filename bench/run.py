@@ -71,8 +71,8 @@ def timed(cmd, cwd, timeout: int = 300) -> float:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise RuntimeError(f"{' '.join(map(str, cmd))} ran past {timeout} s") from None
-    if proc.returncode != 0:
-        raise subprocess.CalledProcessError(proc.returncode, cmd, stderr=stderr)
+    if proc.returncode != 0:  # what the run said last, so that a failure in CI says why
+        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {proc.returncode}:\n{stderr[-3000:]}")
     return time.perf_counter() - started
 
 
@@ -237,8 +237,8 @@ def timed_with_cpu(cmd, cwd, timeout: int = 300) -> tuple:
         proc.communicate()
         raise RuntimeError(f"{' '.join(map(str, cmd))} ran past {timeout} s") from None
     wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise subprocess.CalledProcessError(proc.returncode, cmd, stderr=stderr)
+    if proc.returncode != 0:  # what the run said last, so that a failure in CI says why
+        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {proc.returncode}:\n{stderr[-3000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
@@ -524,17 +524,29 @@ def lightning_ddp(work: Path, repeats: int) -> dict:
     if find_spec("lightning") is None:
         return {"skipped": "lightning not installed (pip install -e '.[lightning]')"}
     runs = {"n": 0}
+    aborted = []  # runs that trained, then died of SIGABRT at exit (see below)
 
     def app(*overrides):
         def run():
-            runs["n"] += 1
-            return timed([PY, str(LIGHTNING_APP), f"hydra.run.dir={work / ('run' + str(runs['n']))}",
-                          "trainer.strategy=ddp", "trainer.devices=2", *overrides], cwd=work)
+            for _ in range(2):
+                runs["n"] += 1
+                try:
+                    return timed([PY, str(LIGHTNING_APP), f"hydra.run.dir={work / ('run' + str(runs['n']))}",
+                                  "trainer.strategy=ddp", "trainer.devices=2", *overrides], cwd=work)
+                except RuntimeError as error:
+                    # Seen on 2026-12-04 in about 1 of 8 runs of this benchmark, with the bootstrap and without it
+                    # (Lightning 2.6.6, torch 2.13.0, gloo): rank 0 trains to the end, then C++ terminates at exit
+                    # ("terminate called without an active exception"); never in 30 direct runs. Not the
+                    # bootstrap's, so counted and run once more: the timing still comes out, and the count shows.
+                    if "terminate called without an active exception" not in str(error):
+                        raise
+                    aborted.append(" ".join(overrides) or "without")
+            raise RuntimeError("a Lightning run aborted at exit twice in a row")
         return run
 
     results = interleaved({"without": app(), "with": app("+env=cpu_debug", "hydra/callbacks=bootstrap")}, repeats)
     return {"without_s": median(results["without"]), "with_s": median(results["with"]),
-            "ratio": median(results["with"]) / median(results["without"])}
+            "ratio": median(results["with"]) / median(results["without"]), "aborted_at_exit": aborted}
 
 
 # 8 ---------------------------------------------------------------------------------------
