@@ -555,6 +555,7 @@ import sys, time
 import bootstrap, torch  # what a job has imported before its start-up
 from bootstrap.core.schema import load
 from bootstrap.core.versions import detect
+from bootstrap.variables import lint
 variables = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": 3, "TORCH_FR_BUFFER_SIZE": 2000, "TORCH_NCCL_DUMP_ON_TIMEOUT": 1,
              "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}  # a100's
 if sys.argv[1] == "findings":
@@ -562,7 +563,7 @@ if sys.argv[1] == "findings":
 session = bootstrap.initialize(load({"vars": variables}))
 found = detect()  # a job reads the machine anyway
 started = time.perf_counter()
-findings = session._lint(found)
+findings = lint.for_preset(session.preset, session._machine(found))  # the machine's verdict is the lint's too
 print("LINT_MS", (time.perf_counter() - started) * 1000, len(findings))
 """
 
