@@ -23,6 +23,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
 
 from bootstrap.core.runtime import TorchState
+from bootstrap.distributed import seeding
 from bootstrap.distributed.group import ProcessGroup, Teardown
 from bootstrap.variables.environ import EnvironSnapshot
 
@@ -110,4 +111,5 @@ class ProcessChanges:
             try:
                 self.torch.restore()
             finally:
+                seeding.forget_pending_seed()  # its import hook, not left on sys.meta_path after the job
                 self.environ.restore()

@@ -64,8 +64,8 @@ class _SeedNumpyOnImport:
     """A finder on ``sys.meta_path`` that seeds ``numpy.random`` right after it is first imported, then leaves.
 
     It finds nothing itself: it asks the finders after it for the module's spec and wraps only the loader's
-    ``exec_module``; the module keeps its own loader. Like a seed applied at once, the pending seed outlives
-    the job (a forked child inherits it too); the next job's seed replaces it."""
+    ``exec_module``; the module keeps its own loader. It waits only while the job runs (a forked child, such as a
+    data loader's worker, inherits it): the job's end drops it (:func:`forget_pending_seed`)."""
 
     seed: Optional[int] = None
 
@@ -107,6 +107,12 @@ class _SeedNumpyOnImport:
 
 
 _numpy_on_import = _SeedNumpyOnImport()
+
+
+def forget_pending_seed() -> None:
+    """The job ends: a numpy seed still waiting for ``numpy.random``'s import is dropped, so that nothing of
+    the job stays on ``sys.meta_path`` (every draw the job made was already seeded)."""
+    _numpy_on_import.leave()
 
 
 def seed_everything(seed: int) -> list[str]:

@@ -46,3 +46,15 @@ def test_a_task_draws_the_seeded_numbers(tmp_path):
 
     expected = numpy.random.RandomState(11).randint(0, 10**9)
     assert f"DRAWN {expected}" in out.stdout.splitlines()
+
+
+def test_a_job_that_never_imports_numpy_random_leaves_no_import_hook_behind():
+    probe = ("import sys, bootstrap\n"
+             "with bootstrap.initialize({'seed': 5}):\n"
+             "    assert 'numpy.random' not in sys.modules\n"
+             "    waiting = [f for f in sys.meta_path if type(f).__name__ == '_SeedNumpyOnImport']\n"
+             "    assert waiting, 'the seed waits for numpy.random while the job runs'\n"
+             "assert not [f for f in sys.meta_path if type(f).__name__ == '_SeedNumpyOnImport'], sys.meta_path\n"
+             "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr
