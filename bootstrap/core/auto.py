@@ -9,7 +9,6 @@ search path, and put the job's own ``env.*`` overrides on top (:func:`resolve`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 from packaging.version import Version
@@ -19,6 +18,7 @@ from bootstrap.core.schema import EnvConfig, load
 from bootstrap.core.versions import Found
 from bootstrap.doors import overrides
 from bootstrap.doors.errors import ConfigError
+from bootstrap.doors.lean import lean_dataclass
 
 # Compute capability family -> preset, newest first. A GPU outside every family gets
 # the nearest lower preset (and a warning); no GPU gets cpu_debug.
@@ -28,7 +28,7 @@ GPU_PRESETS = (
 )
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class Choice:
     """``env=auto`` resolved to ``preset`` for ``reason`` (the report's ``resolved``)."""
 

@@ -10,7 +10,7 @@ follows from it; ``Session.preview()`` reports it and ``Session.apply()`` carrie
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Collection, Dict, Mapping, Optional, Sequence, Tuple
 
@@ -27,13 +27,14 @@ from bootstrap.core.schema import (
 from bootstrap.distributed import mesh, seeding
 from bootstrap.distributed.launcher import Launch, exported_by_launcher
 from bootstrap.doors.errors import PRESET_KEY, ConfigError
+from bootstrap.doors.lean import lean_dataclass
 from bootstrap.variables import environ
 from bootstrap.variables.readers import ProcessState
 
 DETERMINISTIC_CUBLAS_WORKSPACE = ":4096:8"  # cuBLAS's documented workspace for deterministic results
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class ThreadPlan:
     intra_op: int  # torch.set_num_threads
     inter_op: int  # torch.set_num_interop_threads (once per process)
@@ -42,7 +43,7 @@ class ThreadPlan:
     exported: bool
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class Plan:
     launch: Launch
     create_group: bool  # make a process group (else adopt the one that exists, if any)

@@ -16,13 +16,13 @@ again on its way out (the task's own error included).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Set, Tuple
 
 from bootstrap.core.metrics import metrics_from
 from bootstrap.core.plan import Plan
 from bootstrap.core.versions import Check, Found
 from bootstrap.doors import outbound, records
+from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.masking import masked, masked_override
 from bootstrap.doors.records import SCHEMA_VERSION, Report
 from bootstrap.doors.statuses import GroupState, JobStatus, Teardown
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # env=auto's module (and the compose it needs) loads only in 
     from bootstrap.variables.lint import Machine
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class JobInfo:
     """What the report says of the job itself."""
 
@@ -45,7 +45,7 @@ class JobInfo:
     digest: Optional[str] = None  # schema.digest of the validated preset
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class Applied:
     """What ``Session.apply()`` did, read back from the process."""
 
@@ -127,7 +127,7 @@ def _var(decision: Any, machine: Any) -> records.Var:
                        does_nothing_here=idle)
 
 
-@dataclass
+@lean_dataclass
 class JobEnd:
     """Everything the record's end holds, written by :func:`end` in one call. ``None``: not known (a start
     refused before the task ran knows only its status and error)."""

@@ -4,17 +4,17 @@ debug level. Snapshot, apply, read back, restore. Touches the process."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import torch
 
 from bootstrap.core import verdict
 from bootstrap.doors.errors import ConfigError
+from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.torch_settings import SETTINGS
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class TorchState:
     """Every torch setting the bootstrap may change. ``capture()`` reads, ``restore()`` writes back."""
 

@@ -23,10 +23,11 @@ directory that cannot be written.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 from bootstrap.doors.errors import PRESET_KEY, BootstrapError, ConfigError, LintError, MismatchError
+from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.masking import masked
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from bootstrap.core.versions import Check
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class Refusal:
     """One reason the job stops, as the job says it."""
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import dataclass
 from typing import List, Optional
 
 from packaging.specifiers import SpecifierSet
@@ -17,13 +16,14 @@ from packaging.version import InvalidVersion, Version
 from bootstrap.core import presets
 from bootstrap.core.schema import Requires
 from bootstrap.doors.errors import PRESET_KEY
+from bootstrap.doors.lean import lean_dataclass
 
 # The package's one version: pyproject reads it (without importing), reports record it as found.bootstrap,
 # and bootstrap.__version__ gives it.
 PACKAGE_VERSION = "0.1.0"
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class Found:
     """What this machine provides; ``None`` means "absent"."""
 
@@ -42,7 +42,7 @@ class Found:
     bootstrap: Optional[str] = None  # this package's version
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class Check:
     name: str
     required: str

@@ -24,13 +24,14 @@ Everything a peer wrote is read through :mod:`bootstrap.doors.typed`: bounded, s
 
 import json
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple, Type, TypeVar
 
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.distributed.waits import Deadline
 from bootstrap.doors import inbound
 from bootstrap.doors.inbound import Unreadable
+from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.typed import Section, section
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ class OddRank(Section):
     values: Dict[str, Optional[str]]
 
 
-@dataclass
+@lean_dataclass
 class Exchanged:
     """What one rank learnt: rank 0's record, its own fingerprint, and the ranks that differ."""
 

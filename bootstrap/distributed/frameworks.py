@@ -7,14 +7,14 @@ imported here either.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import ConfigError
+from bootstrap.doors.lean import lean_dataclass
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class SubmititJob:
     """The fields of ``submitit.JobEnvironment()`` the bootstrap uses."""
 

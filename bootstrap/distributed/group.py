@@ -13,7 +13,6 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, Generic, List, Mapping, MutableMapping, Optional, Tuple, TypeVar
 
@@ -21,6 +20,7 @@ from bootstrap.distributed.launcher import Launch, peek
 from bootstrap.distributed.waits import Deadline
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import BootstrapError
+from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.statuses import GroupState, Teardown
 
 if TYPE_CHECKING:  # torch is imported where it is used (see above)
@@ -47,7 +47,7 @@ def export_rendezvous(launch: Launch, environ: MutableMapping[str, str] = os.env
     })
 
 
-@dataclass
+@lean_dataclass
 class ProcessGroup:
     """What the bootstrap did about torch.distributed, and so what it must undo."""
 

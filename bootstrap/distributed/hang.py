@@ -22,7 +22,7 @@ dump's fields cannot move the cursor, retitle the terminal or forge a finding.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
@@ -30,6 +30,7 @@ from bootstrap.distributed import dumps
 from bootstrap.distributed.dumps import DUMP_PREFIX, Dump, Entry
 from bootstrap.distributed.ranks import Ranks, ranks_text
 from bootstrap.doors import outbound, records
+from bootstrap.doors.lean import lean_dataclass
 
 __all__ = ["DUMP_PREFIX", "Diagnosis", "diagnose", "diagnose_dir", "findings"]
 
@@ -39,7 +40,7 @@ MAX_MISMATCHES = 10  # collectives named per group, as torch's analyser (its mis
 MAX_SIDES = 6  # ways of disagreeing shown for one collective
 
 
-@dataclass
+@lean_dataclass
 class Diagnosis:
     """What the dumps of one run show. Every text is one cleaned line."""
 
@@ -71,7 +72,7 @@ def _line(text: str) -> str:
 
 
 # -- the analysis (pure) ------------------------------------------------------------------------
-@dataclass
+@lean_dataclass
 class _Group:
     """One process group, folded from every dump: linear in entries."""
 

@@ -14,13 +14,13 @@ job, the CPUs Ray assigned, whether this is a Ray worker) are hooks on the rows 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, Mapping, Optional, Tuple
 
 from bootstrap.distributed import launchvars
 from bootstrap.distributed.frameworks import SubmititJob, in_ray_worker, ray_assigned_cpus, submitit_job
 from bootstrap.distributed.launchvars import count, derived_port, first_host, slurm_job_id, tasks_on_node, whole_number
 from bootstrap.doors.errors import ConfigError
+from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.textenum import TextEnum
 
 # What torchrun takes for --nproc-per-node besides a count (Kubeflow passes nprocPerNode on as
@@ -28,7 +28,7 @@ from bootstrap.doors.textenum import TextEnum
 TORCHRUN_COUNT_WORDS = ("auto", "cpu", "gpu", "xpu")
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class Launch:
     launcher: Launcher
     rank: int = 0
@@ -80,7 +80,7 @@ class Launch:
         }
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class Hints:
     """What a detector may use beside the environment."""
 
@@ -284,7 +284,7 @@ def _single(environ: Mapping[str, str], hints: Hints) -> Launch:
 
 
 # -- the table -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class LauncherRow:
     """Everything the package knows about one launcher. The defaults describe a launcher that sets the
     torchrun-style variables itself and nothing else, with ranks that share their node's CPUs."""

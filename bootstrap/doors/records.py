@@ -113,6 +113,8 @@ PROCESS = "process"  # the Var.source of a value the process set for itself befo
 
 @_section
 class ThreadCounts(_Section):
+    """``threads.requested``: the thread counts the preset asked for (null: left to torch)."""
+
     intra_op: Optional[Count] = None
     inter_op: Optional[Count] = None
 
@@ -252,6 +254,8 @@ class CollectiveSize(_Section):
 
 @_section
 class PreflightFinding(_Section):
+    """One entry of ``preflight.findings``: what failed, and on which ranks."""
+
     kind: str  # faulty | slow | min_tflops | min_busbw_gbps | min_node_busbw_gbps | network | unfinished
     message: str
     ranks: List[Count] = field(default_factory=list)
@@ -287,6 +291,8 @@ class Preflight(_Section):
 
 @_section
 class Seed(_Section):
+    """``seed``: what seeded which generators, on this rank (docs/report.md)."""
+
     value: Optional[int] = None
     global_seed: Optional[int] = None
     generators: List[str] = field(default_factory=list)
@@ -296,6 +302,8 @@ class Seed(_Section):
 
 @_section
 class Timings(_Section):
+    """``timings``: what the bootstrap cost, apart from the checks it ran."""
+
     bootstrap_s: Optional[float] = None  # the bootstrap's own time at job start, the preflight's apart
     preflight_s: Optional[float] = _when_set()  # the preflight check's (preflight.seconds)
     started_ns: Optional[int] = None  # time.time_ns() when the job's bootstrap started; null in a preview

@@ -4,11 +4,12 @@ A row's name is the setting's field in the schema, its key in ``Plan.torch`` and
 ``core.runtime`` captures, applies and restores the rows; ``records.Torch`` and the doctor's rows are made
 from them, hence its place with the doors. Torch is passed in: nothing here imports it."""
 
-from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple
 
+from bootstrap.doors.lean import lean_dataclass
 
-@dataclass(frozen=True)
+
+@lean_dataclass(frozen=True)
 class Setting:
     name: str
     kind: type  # the value's type in the report: str or bool

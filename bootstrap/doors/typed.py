@@ -13,10 +13,11 @@ values, bounded. Pure. Either way raises :class:`WrongShape` with a one-line rea
 import dataclasses
 import math
 import typing
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, NewType, Optional, Tuple, Type, TypeVar
 
 from bootstrap.doors.inbound import MAX_DEPTH, Unreadable, bounded_depth
+from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.textenum import TextEnum
 
 # A whole number from 0 to 2**53: a job number, a rank, a thread count. Past 2**53 it would not
@@ -218,7 +219,7 @@ def section(cls: Type[_S]) -> Type[_S]:
     """Make ``cls`` a dataclass that reads itself from JSON (``_read``) and writes itself (``to_json``).
     A field's JSON name is its own, or its metadata's ``json`` (``from_`` is ``from``); an absent field
     takes its default, and a key the section does not know is ignored."""
-    cls = dataclass(cls, kw_only=True)  # fields in the order the JSON holds them, defaults or not
+    cls = lean_dataclass(cls, kw_only=True)  # fields in the order the JSON holds them, defaults or not
     hints = {f.name: f.type for f in dataclasses.fields(cls)}  # evaluated types: no __future__ annotations here
     entries: List[_Field] = []
     for f in dataclasses.fields(cls):

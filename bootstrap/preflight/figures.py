@@ -10,10 +10,10 @@ from __future__ import annotations
 import enum
 import math
 import struct
-from dataclasses import dataclass
 from typing import Optional
 
 from bootstrap.doors import inbound, outbound
+from bootstrap.doors.lean import lean_dataclass
 
 HOST_BYTES = 64  # a host name (RFC 1123: 63 characters a label), cut to fit
 # node_rank, compute, network, tflops, busbw_gbps, node_busbw_gbps, host
@@ -35,7 +35,7 @@ class Compute(enum.IntEnum):
         return self is not Compute.OK
 
 
-@dataclass
+@lean_dataclass
 class RankFigures:
     """One rank's figures: its matmul TFLOP/s and whether the result was right, its view of the bus
     bandwidth of the world's and its node's all_reduce (GB/s), and where it runs."""

@@ -19,12 +19,12 @@ The tensors come from a generator of their own: the job's random streams are unt
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
 from bootstrap.distributed.agree_store import absent_ranks
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.distributed.waits import Deadline
+from bootstrap.doors.lean import lean_dataclass
 from bootstrap.preflight import figures as rank_figures
 from bootstrap.preflight.figures import Compute
 from bootstrap.preflight.verdict import compute_error, compute_verdict
@@ -49,7 +49,7 @@ class Unfinished(Exception):
         super().__init__(what)
 
 
-@dataclass
+@lean_dataclass
 class ComputeResult:
     verdict: Compute
     tflops: Optional[float]
@@ -144,7 +144,7 @@ def new_group(meeting: Meeting, ranks: Optional[List[int]], stage: str) -> Proce
         raise meeting.unfinished(stage, "making the check's process group") from None
 
 
-@dataclass
+@lean_dataclass
 class Timed:
     size_mb: float
     reps: int

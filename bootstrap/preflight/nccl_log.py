@@ -16,11 +16,12 @@ from __future__ import annotations
 import os
 import re
 import socket
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import List, Optional
 
 from bootstrap.doors import inbound
+from bootstrap.doors.lean import lean_dataclass
 
 LOG_PATTERN = "nccl.%h.%p.log"  # NCCL_DEBUG_FILE, in the job's directory: %h host, %p pid
 MAX_LOG_BYTES = 4 * 2**20  # NCCL's start-up lines fill a few KiB; a long run's log is not read past this
@@ -31,7 +32,7 @@ _PROVIDER = re.compile(r"NET/OFI Selected [Pp]rovider is ([A-Za-z0-9_;+-]{1,32})
 KINDS = ("ib", "efa", "socket")  # what env.preflight.network may expect (and "any")
 
 
-@dataclass
+@lean_dataclass
 class Network:
     """What NCCL said: each network name it chose (``IB``), the OFI provider if any, and its kind."""
 

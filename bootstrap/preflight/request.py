@@ -4,15 +4,16 @@ do. Kept apart from the check itself, whose modules load only when a check runs:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Optional, Tuple
 
 from bootstrap.doors import records
 from bootstrap.doors.errors import PRESET_KEY
+from bootstrap.doors.lean import lean_dataclass
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class Floors:
     min_tflops: Optional[float] = None
     min_busbw_gbps: Optional[float] = None
@@ -22,7 +23,7 @@ class Floors:
 PREFIX = "hydra_train_bootstrap/preflight"
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class Request:
     """What to check, from ``env.preflight`` and how the job runs."""
 

@@ -14,12 +14,13 @@ reaches the same verdict and, under ``preflight.mode=error``, all stop together.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence
 
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import PRESET_KEY
+from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.statuses import PreflightStatus as Status
 from bootstrap.preflight.figures import Compute, RankFigures
 from bootstrap.preflight.request import Floors
@@ -39,7 +40,7 @@ MAX_NAMED = 8  # ranks a finding names with their figures; the rest are counted
 TOLERANCE = {"highest": 1e-5, "high": 1e-3, "medium": 5e-3}
 
 
-@dataclass
+@lean_dataclass
 class Finding:
     kind: str  # faulty | slow | min_tflops | min_busbw_gbps | min_node_busbw_gbps | network | unfinished
     message: str  # one line, naming the ranks, their hosts, the figure, what it was measured against, the fix

@@ -31,11 +31,11 @@ import hmac
 import os
 import re
 import sys
-from dataclasses import dataclass
 from typing import Any, Collection, Dict, Iterable, List, Mapping, MutableMapping, Optional, Union
 
 from bootstrap.doors import outbound, records
 from bootstrap.doors.errors import PRESET_KEY, ConfigError
+from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.masking import masked  # notes quote values: a secret's must not appear
 from bootstrap.variables.readers import ProcessState, reader_for
 
@@ -84,7 +84,7 @@ def normalize(name: str, value: Any) -> Optional[str]:
     return text
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class VarDecision:
     name: str
     value: str  # the value the job sees (unless withheld)

@@ -22,11 +22,12 @@ once per process, at the first group, so a one-process sweep's later jobs must k
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
+from bootstrap.doors.lean import lean_dataclass
 
-@dataclass(frozen=True)
+
+@lean_dataclass(frozen=True)
 class ProcessState:
     """The facts that decide whether a late variable still takes effect."""
 
@@ -37,7 +38,7 @@ class ProcessState:
     process_group_seen: bool = False
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class Reader:
     patterns: Tuple[str, ...]  # shell-style patterns of variable names
     read_when: str  # the moment the library reads the variable
