@@ -266,7 +266,8 @@ def make_directory(path: Path) -> None:
 def write_bytes(path: Path, data: bytes, *, prefix: Optional[str] = None, suffix: str = "") -> None:
     """Write ``data`` to a temporary file beside ``path``, then rename: readers never see half a file.
 
-    Bytes are not cleaned: only the flight recorder's dumps (torch's own pickled data) go this way."""
+    Bytes are not cleaned: only the flight recorder's dumps (torch's own pickled data) and pictures (whose
+    texts :func:`bootstrap.pictures.canvas.save` cleans first) go this way."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=prefix or f".{path.name}.", suffix=suffix, dir=path.parent)
