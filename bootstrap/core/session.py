@@ -110,6 +110,12 @@ class Session:
     def _group(self):
         return self._changes.group if self._changes is not None else None
 
+    def flat(self) -> dict[str, Any]:
+        """The report so far as flat ``bootstrap/...`` keys, masked: what every tracker integration logs."""
+        from bootstrap.core import flat
+
+        return flat.flat(self.report) if self.report is not None else {}
+
     def __enter__(self) -> "Session":
         return self.apply()
 
