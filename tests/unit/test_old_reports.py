@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap.cli import diff
-from bootstrap.doors import records
+from bootstrap.doors import records, upgrades
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "reports"
 KEPT = sorted(DATA.rglob("bootstrap*.json"))
@@ -50,10 +50,10 @@ def test_version_1_wrote_resolved_as_text_and_the_group_s_end_in_process_group()
 
 def test_upgrading_touches_nothing_but_the_old_shapes():
     today = json.loads(TODAY.read_text())
-    assert records.upgraded(today) == today
-    assert records.upgraded({"schema_version": 1, "resolved": "odd text"})["resolved"] == \
+    assert upgrades.upgraded(today) == today
+    assert upgrades.upgraded({"schema_version": 1, "resolved": "odd text"})["resolved"] == \
         {"from": "auto", "preset": "odd text", "reason": ""}
-    assert records.upgraded([1]) == [1] and records.upgraded({"schema_version": "1"}) == {"schema_version": "1"}
+    assert upgrades.upgraded([1]) == [1] and upgrades.upgraded({"schema_version": "1"}) == {"schema_version": "1"}
 
 
 @pytest.mark.parametrize("sweep", ["schema1-auto-sweep", "schema2-auto-sweep", "schema2-drift-auto-sweep"])

@@ -28,7 +28,7 @@ from conftest import ROOT
 
 PLANTED = {name: f"planted{index}q{'x' * 7}" for index, name in enumerate(
     ("HF_TOKEN", "DB_PASSWORD", "WANDB_API_KEY", "MY_SECRET_KEY", "hang", "warning", "error", "lint",
-     "preflight"))}
+     "preflight", "provenance"))}
 FORGED = "FORGED"  # starts a line only where a value forged one
 MAX_LINE = 5000  # characters of any one line any renderer makes
 DEEP = 28  # nesting the reader lets through (inbound.MAX_DEPTH is 32; the report adds its own levels)
@@ -72,6 +72,13 @@ def hostile(side: str) -> dict:
         "findings": [{"kind": "slow", "message": f"password={PLANTED['preflight']}\n{FORGED} finding" + "x" * 9000,
                       "ranks": [1]}] * 50}
     data["lint"] = [{"name": "HF_TOKEN", "kind": "unknown", "message": f"HF_TOKEN={PLANTED['lint']}"}]
+    data["provenance"] = {
+        "status": "collected", "host": f"node\n{FORGED} host", "container": f"docker\x1b[2J\n{FORGED}",
+        "gpu_driver": f"550\n{FORGED} driver", "git_missing": None, "packages": 3,
+        "packages_digest": side * 64, "packages_file": "../../packages.txt",  # only its name is read
+        "git": {"root": f"/app\n{FORGED} root", "commit": f"abc{side}\n{FORGED} commit",
+                "branch": f"token={PLANTED['provenance']}\n{FORGED}", "dirty": side == "b", "diff_bytes": 3,
+                "diff_digest": side * 64}}
     data["job"] = {"num": 0 if side == "a" else 1, "status": "completed", "error": f"password={PLANTED['error']}",
                    "metrics": {"samples_per_s": 10.0 if side == "a" else 20.0,
                                **{f"m{i}\n{FORGED}": float(i) for i in range(3000)}}}
@@ -83,6 +90,9 @@ def _job(directory: Path, side: str) -> Path:
     (directory / ".hydra" / "overrides.yaml").write_text(
         "".join(f"- {json.dumps(o)}\n" for o in hostile(side)["overrides"]))
     (directory / "bootstrap.json").write_text(json.dumps(hostile(side)))
+    (directory / "packages.txt").write_text(  # a package named for a secret; a forged line; an escape
+        f"my-api-key=={PLANTED['provenance']}{side}\nx==1\n{FORGED} a line\nevil\x1b[2J=={side}\n"
+        + "".join(f"p{i}=={side}\n" for i in range(3000)))
     return directory
 
 
@@ -180,6 +190,16 @@ def _peer_figures(sweep: Path) -> str:
     return "\n".join(f.message for f in found) + "\n" + outbound.to_json(record.to_json())
 
 
+def _driver_version(sweep: Path) -> str:
+    """/proc/driver/nvidia/version, the kernel module's text (bootstrap.provenance.machine): only a version."""
+    from bootstrap.doors import inbound
+    from bootstrap.provenance import machine
+
+    planted = sweep / "nvidia_version"
+    planted.write_text(f"NVRM version: NVIDIA UNIX Kernel Module  550.1\n{FORGED}\x1b[2J token={PLANTED['provenance']}")
+    return str(machine.driver_version(inbound.read_text(planted)))
+
+
 def _nccl_network(sweep: Path) -> str:
     """NCCL's log, another program's text (bootstrap.preflight.nccl_log)."""
     from bootstrap.preflight import nccl_log
@@ -197,6 +217,7 @@ RENDERERS = {
     "a Lightning rank against rank 0's report": _rank0_report, "a peer's record in the store": _peer_record,
     "doctor and the job's log table": _doctor_and_log_table,
     "the ranks' preflight figures": _peer_figures, "NCCL's log": _nccl_network,
+    "the GPU driver's version": _driver_version,
 }
 
 
@@ -245,7 +266,8 @@ def test_a_peer_with_thousands_of_keys_makes_one_bounded_line_and_the_stop_is_no
 # -- completeness: every reader of others' data is walked above ------------------------------------------
 # module -> what it reads that someone else wrote, and which renderer above walks it
 READERS_OF_OTHERS_DATA = {
-    "bootstrap/cli/diff.py": "reports on disk: bootstrap diff, --all, --json",
+    "bootstrap/cli/diff.py": "reports and packages.txt on disk: bootstrap diff, --all, --json",
+    "bootstrap/provenance/machine.py": "the NVIDIA driver's version file: 'the GPU driver's version'",
     "bootstrap/sweep/read.py": "every job's report and overrides.yaml: the sweep summary, tune",
     "bootstrap/core/agreement.py": "rank 0's report (Lightning) and the peers' records: two renderers above",
     "bootstrap/core/process_vars.py": "rank 0's report (Lightning): only the names of its process's own variables "
