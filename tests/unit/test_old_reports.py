@@ -30,6 +30,7 @@ def test_every_kept_report_reads_keeping_the_version_it_was_written_with(path):
     assert report.schema_version == _written_version(path)
     assert report.preset in ("cpu_debug", "auto", "h100") and report.job.status in ("completed", "check_failed")
     assert (report.preflight is None) == (report.schema_version < 3)  # the section came with version 3
+    assert (report.provenance is None) == (report.schema_version < 4)  # and the provenance with version 4
 
 
 @pytest.mark.parametrize("path", KEPT, ids=lambda p: str(p.relative_to(DATA)))
