@@ -78,6 +78,21 @@ def test_the_installed_packages_are_this_environment_s():
     assert found["torch"].startswith("2.13.0") and "hydra-core" in found and "omegaconf" in found
     names = [line.split("==")[0] for line in packages.installed()]
     assert names == sorted(set(names))  # by name, each once
+    from importlib import metadata  # what Python's own reader finds, the first on sys.path winning
+
+    expected = {}
+    for distribution in metadata.distributions():
+        expected.setdefault(packages.normalized(distribution.metadata["Name"]), distribution.version)
+    assert packages.parse(packages.text(packages.installed())) == expected
+
+
+def test_a_legacy_egg_info_without_a_version_in_its_name_is_read_from_its_file(tmp_path, monkeypatch):
+    (tmp_path / "Legacy_Pkg.egg-info").mkdir()
+    info = "Metadata-Version: 1.0\nName: Legacy_Pkg\nVersion: 3.1\n"
+    (tmp_path / "Legacy_Pkg.egg-info" / "PKG-INFO").write_text(info)
+    (tmp_path / "wheel_pkg-2.0.dist-info").mkdir()
+    monkeypatch.setattr("sys.path", [str(tmp_path)])
+    assert packages.installed() == ["legacy-pkg==3.1", "wheel-pkg==2.0"]
 
 
 @pytest.mark.parametrize("line, shown", [

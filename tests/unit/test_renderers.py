@@ -268,6 +268,9 @@ def test_a_peer_with_thousands_of_keys_makes_one_bounded_line_and_the_stop_is_no
 READERS_OF_OTHERS_DATA = {
     "bootstrap/cli/diff.py": "reports and packages.txt on disk: bootstrap diff, --all, --json",
     "bootstrap/provenance/machine.py": "the NVIDIA driver's version file: 'the GPU driver's version'",
+    "bootstrap/provenance/packages.py": "a legacy package's PKG-INFO headers: a name and a version, one line each, "
+                                        "written to packages.txt through the way out; diff shows it as 'bootstrap "
+                                        "diff' (a hostile packages.txt) does",
     "bootstrap/sweep/read.py": "every job's report and overrides.yaml: the sweep summary, tune",
     "bootstrap/core/agreement.py": "rank 0's report (Lightning) and the peers' records: two renderers above",
     "bootstrap/core/process_vars.py": "rank 0's report (Lightning): only the names of its process's own variables "
