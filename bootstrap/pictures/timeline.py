@@ -73,7 +73,7 @@ def figure(timeline: TimelineLike, title: str, findings: Sequence[str] = ()) -> 
     lanes = list(timeline.lanes)
     lines = notes.cut(findings, MAX_NOTES)
     if timeline.more:
-        lines += notes.cut([f"and {timeline.more} more lanes, not drawn: {timeline.more_ranks}"], 1)
+        lines.append(f"and {timeline.more} more lanes, not drawn: {timeline.more_ranks}")  # bounded: 12 spans
     height = 1.7 + 0.38 * max(len(lanes), 1)
     drawn = canvas.new_figure((11, height + notes.LINE_INCHES * len(lines)))
     if drawn is None:
