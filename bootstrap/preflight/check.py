@@ -23,7 +23,7 @@ from bootstrap.doors import inbound, outbound, records
 from bootstrap.doors.errors import PRESET_KEY
 from bootstrap.doors.statuses import ComputeVerdict
 from bootstrap.preflight import figures as rank_figures
-from bootstrap.preflight import measure, nccl_log, picture
+from bootstrap.preflight import measure, nccl_log
 from bootstrap.preflight.figures import Compute, RankFigures
 from bootstrap.preflight.request import Request, planned, skipped_because
 from bootstrap.preflight.verdict import MAX_NAMED, Finding, judge, status
@@ -59,8 +59,11 @@ def run(request: Request) -> records.Preflight:
                      request.network, extra, request.key)
     _summarise(record, world, own, findings)
     record.note = "; ".join(notes).replace(PRESET_KEY, request.key) or None
-    if request.picture is not None and picture.wanted(findings):
-        picture.draw(picture.picture(world, findings, request), request.picture)
+    if request.picture is not None and findings:
+        from bootstrap.preflight import picture  # loaded only when there is something to draw
+
+        if picture.wanted(findings):
+            picture.draw(picture.picture(world, findings, request), request.picture)
     if request.device.startswith("cuda"):
         import torch
 
