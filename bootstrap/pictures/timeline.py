@@ -103,7 +103,10 @@ def figure(timeline: TimelineLike, title: str, findings: Sequence[str] = ()) -> 
         axes.annotate(end_label(lane, diverged), (max(lane.entered, lane.completed + diverged), row),
                       xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
     axes.set_yticks(range(len(lanes)), [row_label(lane) for lane in lanes], fontsize=8)
-    axes.set_ylim(len(lanes) - 0.5, -0.5)  # the first lane on top
+    axes.set_ylim(max(len(lanes), 1) - 0.5, -0.5)  # the first lane on top
+    if not lanes:  # dumps of point-to-point operations only (gloo records none of those anyway)
+        axes.text(0.5, 0.5, "no collective of a process group in the dumps", ha="center", va="center",
+                  transform=axes.transAxes)
     axes.set_xlim(start, end + max(2, (end - start) * 0.6))  # room for the labels at the right
     axes.set_xlabel("collective sequence number, within its process group")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -6,6 +6,7 @@ The real hang's timeline, from torchrun's dumps, is in tests/e2e/test_hang.py.
 """
 import re
 import sys
+import warnings
 
 from bootstrap.distributed import dumps, hang
 from bootstrap.distributed.dumps import Dump, Entry
@@ -145,3 +146,14 @@ def test_without_a_dump_there_is_nothing_to_draw_and_one_line_says_why(tmp_path)
     code, out, err = hang_main(tmp_path, "--plot")
     assert (code, out) == (2, "") and "holds no flight-recorder dump" in err and err.count("\n") == 1
     assert not (tmp_path / "hang_timeline.png").exists()
+
+
+def test_dumps_without_a_collective_of_a_group_make_a_picture_that_says_so(tmp_path):
+    raw = {rank: dump_of(rank, [{**entry(1), "is_p2p": True}]) for rank in (0, 1)}  # a send and a recv
+    lanes = hang.diagnose(typed(raw), timeline=True).timeline
+    assert lanes.lanes == [] and lanes.more == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning of matplotlib's on the command's stderr either
+        figure, axes, bars = drawn(lanes)
+        canvas.save(figure, tmp_path / "t.png")
+    assert bars == {} and [t.get_text() for t in axes.texts] == ["no collective of a process group in the dumps"]
