@@ -57,10 +57,13 @@ class Picture(Section):
 
 
 def read(data: Any) -> Picture:
-    """A picture from parsed JSON, its shape checked: panels of one length, lines of one value or one per rank,
-    known line kinds, named ranks among the ranks. Raises :class:`inbound.Unreadable` with a one-line reason."""
+    """A picture from parsed JSON, its shape checked: at least one panel, panels of one length, lines of one value
+    or one per rank, known line kinds, named ranks among the ranks. Raises :class:`inbound.Unreadable` with a
+    one-line reason."""
     picture = Picture.from_json(data)
     ranks = {len(panel.values) for panel in picture.panels}
+    if not ranks:
+        raise inbound.Unreadable("the picture has no panel")
     if len(ranks) > 1:
         raise inbound.Unreadable(f"the picture's panels hold {sorted(ranks)} ranks: one number for all")
     for panel in picture.panels:

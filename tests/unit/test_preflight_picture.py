@@ -110,6 +110,8 @@ def test_the_picture_travels_as_json_and_is_read_back_strictly(tmp_path):
     wrong["panels"][1]["values"].pop()
     with pytest.raises(inbound.Unreadable, match=r"^the picture's panels hold \[3, 4\] ranks"):
         drawing.read(wrong)
+    with pytest.raises(inbound.Unreadable, match=r"^the picture has no panel$"):
+        drawing.read({**json.loads(sent), "panels": []})
     wrong = json.loads(sent)
     wrong["panels"][0]["lines"][0]["kind"] = "bogus"
     with pytest.raises(inbound.Unreadable, match=r"^matmul TFLOP/s: a line 'bogus' of 4 values"):
