@@ -286,6 +286,8 @@ READERS_OF_OTHERS_DATA = {
     "bootstrap/core/schema.py": "the presets this package ships: its own files",
     "bootstrap/preflight/figures.py": "every rank's preflight figures from the gather: 'the ranks' preflight figures'",
     "bootstrap/preflight/nccl_log.py": "NCCL's own log: 'NCCL's log'",
+    "bootstrap/pictures/preflight.py": "the picture rank 0 sends its own drawing process on stdin: not others' data "
+                                       "(cleaned when sent; its texts cleaned again when saved, canvas.save)",
 }
 _READS = re.compile(r"\b(?:read_report|from_json|exchange|parse_json_bytes|read_json|read_yaml_mapping|"
                     r"read_string_list|read_pickled_data|read_private_bytes|read_text|store\.get|compare_set|unpack_record|"
