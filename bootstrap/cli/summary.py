@@ -23,7 +23,7 @@ WHICH = "give the sweep's directory, its hydra.sweep.dir (multirun/<date>/<time>
 def main(argv: Optional[List[str]] = None) -> int:
     # argparse prints its usage and errors itself, quoting what was typed: outbound's parser cleans them.
     parser = outbound.ArgumentParser(prog="bootstrap summary", description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_dir", type=Path, help="the multirun directory (hydra.sweep.dir)")
+    parser.add_argument("sweep_dir", type=Path, metavar="SWEEP_DIR", help="the multirun directory (hydra.sweep.dir)")
     parser.add_argument("--objective", default=None,
                         help="the metric to rank by (default: samples_per_s if reported, else return)")
     parser.add_argument("--mode", choices=rank.MODES, default=None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
+from bootstrap.doors.masking import masked_line
 from bootstrap.pictures.sweep import Panel, Value
 from bootstrap.sweep import rank, swept
 from bootstrap.sweep.read import Row, job_order
@@ -41,5 +42,5 @@ def panels(rows: Sequence[Row], layout: Layout, chosen: Optional[Tuple[str, str]
             if row.best:
                 best = (x, objective)
         if points:
-            found.append(Panel(key, tuple(points), best))
+            found.append(Panel(masked_line(key), tuple(points), best))  # as the table's header shows it
     return found
