@@ -85,11 +85,11 @@ def _panel(axes: Any, panel: Panel) -> None:
         axes.scatter([x_of(panel.best[0])], [panel.best[1]], s=160, marker="*", color="C3", zorder=3,
                      label="best", gid="best")
     if numeric:
-        xs = sorted({float(x) for x, _ in panel.points})
-        if xs[0] > 0 and xs[-1] / xs[0] >= LOG_SPAN:
+        values = sorted(set(xs.tolist()))
+        if values[0] > 0 and values[-1] / values[0] >= LOG_SPAN:
             axes.set_xscale("log")
-        if len(xs) <= MAX_VALUE_TICKS:  # a few values swept (thread counts): a tick at each, none between
-            axes.set_xticks(xs, [f"{x:g}" for x in xs])
+        if len(values) <= MAX_VALUE_TICKS:  # a few values swept (thread counts): a tick at each, none between
+            axes.set_xticks(values, [f"{x:g}" for x in values])
             axes.minorticks_off()
         axes.margins(x=0.12, y=0.1)
         return
