@@ -132,6 +132,20 @@ def _summary_csv(sweep: Path) -> str:
     return "\n".join(" ".join(cell.encode("unicode_escape").decode() for cell in row) for row in rows)
 
 
+def _summary_picture(sweep: Path) -> str:
+    """The summary's picture: its texts as the SVG of the same figure holds them (a PNG's are pixels)."""
+    from bootstrap.pictures import canvas
+    from bootstrap.pictures import sweep as picture
+    from bootstrap.sweep import plotted, rank, read, swept, walk
+
+    rows = rank.rank([read.row_of(job_dir, names) for job_dir, names in walk.latest(sweep)[0]])
+    chosen = rank.objective_for(rows)
+    panels = plotted.panels(rows, swept.split(rows), chosen)
+    assert chosen is not None and [p.key for p in panels] == ["env.threads.intra_op"]
+    canvas.save(picture.figure(panels, *chosen), sweep / "picture.svg")
+    return "\n".join(re.findall(r"<!-- (.*?) -->", (sweep / "picture.svg").read_text()))
+
+
 def _tune(sweep: Path) -> str:
     from bootstrap.sweep import tune
 
@@ -213,6 +227,7 @@ def _nccl_network(sweep: Path) -> str:
 RENDERERS = {
     "bootstrap diff": _diff(), "bootstrap diff --all": _diff("--all"), "bootstrap diff --json": _diff("--json"),
     "sweep summary (markdown, the environments' note)": _summary, "sweep summary (CSV)": _summary_csv,
+    "sweep summary (picture)": _summary_picture,
     "bootstrap tune": _tune,
     "a Lightning rank against rank 0's report": _rank0_report, "a peer's record in the store": _peer_record,
     "doctor and the job's log table": _doctor_and_log_table,
@@ -271,7 +286,8 @@ READERS_OF_OTHERS_DATA = {
     "bootstrap/provenance/packages.py": "a legacy package's PKG-INFO headers: a name and a version, one line each, "
                                         "written to packages.txt through the way out; diff shows it as 'bootstrap "
                                         "diff' (a hostile packages.txt) does",
-    "bootstrap/sweep/read.py": "every job's report and overrides.yaml: the sweep summary, tune",
+    "bootstrap/sweep/read.py": "every job's report and overrides.yaml: the sweep summary, its picture, tune; "
+                               "hydra.yaml of a sweep's job (the sweeper's direction): a direction, never shown",
     "bootstrap/core/agreement.py": "rank 0's report (Lightning) and the peers' records: two renderers above",
     "bootstrap/core/process_vars.py": "rank 0's report (Lightning): only the names of its process's own variables "
                                       "that this rank holds with the same value; nothing of it is shown",
@@ -281,7 +297,6 @@ READERS_OF_OTHERS_DATA = {
                                       "test_hostile_input.py): one line, bounded",
     "bootstrap/distributed/flightrec.py": "a peer's request for dumps: compared, never shown",
     "bootstrap/core/report.py": "GroupAtEnd.from_json of this process's own group: not others' data",
-    "bootstrap/sweep/tune.py": "hydra.yaml of a sweep's job (the sweeper's direction): a direction, never shown",
     "bootstrap/variables/exportkey.py": "the export key file (tests/unit/test_exportkey.py): never shown",
     "bootstrap/core/schema.py": "the presets this package ships: its own files",
     "bootstrap/preflight/figures.py": "every rank's preflight figures from the gather: 'the ranks' preflight figures'",
