@@ -207,3 +207,18 @@ def test_torchrun_ranks_write_their_own_files_and_diff_names_the_rank_with_other
     diff = subprocess.run([sys.executable, "-m", "bootstrap", "diff", str(out), str(out), "--rank", "1"],
                           capture_output=True, text=True, env=clean_env(), timeout=120)
     assert f"packages differ from rank 0's on rank 1 (packages.txt {ranks[1]['packages_digest'][:12]}" in diff.stdout
+
+
+def test_the_sweep_summary_says_when_jobs_ran_on_different_commits(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    sweep = tmp_path / "sweep"
+    assert run_app(repo, sweep / "0", "+x=1").returncode == 0
+    first = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "second")  # a new commit
+    assert run_app(repo, sweep / "1", "+x=2").returncode == 0
+    second = git(repo, "rev-parse", "HEAD").strip()
+    proc = subprocess.run([sys.executable, "-m", "bootstrap", "summary", str(sweep), "--no-plot"],
+                          capture_output=True, text=True, env=clean_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    note = (sweep / "sweep_summary.md").read_text().split("Jobs ran in different environments", 1)[1]
+    assert f"git commit: {first} in job 0; {second} in job 1" in note
