@@ -15,6 +15,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -97,10 +98,24 @@ def assert_ok(run: AppRun) -> None:
     assert run.returncode == 0, run.tail()
 
 
+# A rank that trained to the end can still die of SIGABRT as its interpreter exits, in torch's or Lightning's own
+# C++ ("terminate called without an active exception"): seen about once in 8 loaded runs, with and without the
+# bootstrap (bench/run.py counts it). Such a run is run once more; any other failure fails at once.
+KNOWN_ABORT = "terminate called without an active exception"
+
+
+def run_app_past_known_abort(out_dir: Path, *args: str) -> AppRun:
+    run = run_app(out_dir, *args)
+    if run.returncode != 0 and KNOWN_ABORT in run.stderr and "`Trainer.fit` stopped" in run.stderr:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        run = run_app(out_dir, *args)
+    return run
+
+
 # -- strategy=ddp: Lightning re-launches the script for rank 1 -------------------------------
 @pytest.fixture(scope="module")
 def ddp_run(tmp_path_factory):
-    return run_app(tmp_path_factory.mktemp("ddp") / "run", *BOOTSTRAP, *DDP)
+    return run_app_past_known_abort(tmp_path_factory.mktemp("ddp") / "run", *BOOTSTRAP, *DDP)
 
 
 def test_ddp_finishes(ddp_run):
@@ -109,7 +124,7 @@ def test_ddp_finishes(ddp_run):
 
 # -- strategy=ddp_spawn: workers forked by torch.multiprocessing ------------------------------
 def test_ddp_spawn_finishes(tmp_path):
-    run = run_app(tmp_path / "run", *BOOTSTRAP, "trainer.strategy=ddp_spawn", "trainer.devices=2")
+    run = run_app_past_known_abort(tmp_path / "run", *BOOTSTRAP, "trainer.strategy=ddp_spawn", "trainer.devices=2")
     assert_ok(run)
     assert run.report()["job"]["status"] == "completed", run.report()["job"]
 
