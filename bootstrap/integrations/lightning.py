@@ -1,6 +1,10 @@
 """Lightning: :class:`BootstrapLogging`, a callback that logs the report's flat view through every logger of the
 trainer (``trainer.loggers``: TensorBoard, CSV, W&B, MLflow, Comet, Neptune), once per job, from rank 0, when the
-trainer is set up. The model's own hyperparameters, which Lightning logs after the setup, stay beside it.
+trainer is set up.
+
+The model's own hyperparameters go with it, in the same call: TensorBoard's HParams dashboard shows the first set
+of hyperparameters a run logged, and Lightning logs the model's after the callbacks' setup. The loggers that keep
+every set (CSV's ``hparams.yaml``, W&B's config) get the model's twice, with the same values.
 
 With lightning-hydra-template, one file, ``configs/callbacks/bootstrap.yaml``, adds it (docs/trackers.md).
 It works with the ``lightning`` package or the older ``pytorch_lightning``, whichever the trainer comes from.
@@ -12,7 +16,7 @@ import importlib
 import logging
 import sys
 import weakref
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from bootstrap.doors import outbound
 from bootstrap.integrations import active_session
@@ -54,10 +58,10 @@ class BootstrapLogging(Callback):
         self._logged = weakref.ref(session)
         if not trainer.is_global_zero:  # Lightning's loggers write from rank 0 only
             return
-        view = session.flat()
+        params = {**_own_hparams(trainer, pl_module), **session.flat()}
         for logger in trainer.loggers:
             try:
-                logger.log_hyperparams(view)
+                logger.log_hyperparams(params)
                 if type(logger).__name__ == "MLFlowLogger" and logger.run_id:  # its run is not start_run()'s
                     from bootstrap.integrations import mlflow as mlflow_integration
 
@@ -65,3 +69,14 @@ class BootstrapLogging(Callback):
             except Exception as error:  # noqa: BLE001 - a logger that fails must not stop the training
                 log.warning("bootstrap: %s did not log the bootstrap report: %s", type(logger).__name__,
                             outbound.finding(f"{type(error).__name__}: {error}", 500))
+
+
+def _own_hparams(trainer: Any, pl_module: Any) -> Dict[str, Any]:
+    """The hyperparameters Lightning itself logs after the setup: the model's and the datamodule's
+    (``save_hyperparameters``), where each logs them."""
+    own: Dict[str, Any] = {}
+    datamodule = getattr(trainer, "datamodule", None)
+    for part in (pl_module, datamodule):
+        if part is not None and getattr(part, "_log_hyperparams", False):
+            own.update(part.hparams_initial)
+    return own
