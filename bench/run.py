@@ -19,6 +19,8 @@ check it still executes (CI does this); it and --only write nothing unless --out
  12 agreement        torchrun 2 ranks, process start to the task: the ranks' comparison on (agree=error) vs off
  13 preflight        torchrun 2 ranks, start-up with the preflight check vs without
  14 scale            many ranks' start-up over one real TCPStore: store operations per rank (bench/bench_scale.py)
+ 15 trackers         the MLflow, W&B and Lightning integrations' share of a job, with vs without each; the MLflow
+                     provider's import (bench/bench_trackers.py; a tracker not installed is skipped, saying so)
 """
 
 from __future__ import annotations
@@ -487,6 +489,12 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("preflight", "ratio", "≤ 1.10× mode=off (torchrun, 2 ranks, cpu_debug, start-up)", lambda v: v <= 1.10),
     ("preflight", "within_budget", "every run within env.preflight.seconds", lambda v: v == 1.0),
     ("scale", "per_rank_ops_constant", "each rank's store operations the same at every world size", lambda v: v == 1.0),
+    ("trackers", "mlflow_ratio", "≤ 1.05× without the integration (a job with one mlflow.start_run())",
+     lambda v: v <= 1.05),
+    ("trackers", "wandb_ratio", "≤ 1.05× without the integration (a job with an offline wandb run)",
+     lambda v: v <= 1.05),
+    ("trackers", "lightning_ratio", "≤ 1.05× without the callback (Trainer.fit, CSV and TensorBoard loggers)",
+     lambda v: v <= 1.05),
 ]
 
 
@@ -503,6 +511,12 @@ def scale(quick: bool) -> dict:
     from bench_scale import scale as measure
 
     return measure(quick)
+
+
+def trackers(work: Path, quick: bool) -> dict:
+    from bench_trackers import trackers as measure
+
+    return measure(quick, work)
 
 
 def summary_scale(quick: bool) -> dict:
@@ -739,7 +753,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", nargs="*",
                         help="run only these: startup threads oversubscription peers multirun gpu lightning "
-                             "lint flight_recorder hang_scale summary_scale agreement preflight scale")
+                             "lint flight_recorder hang_scale summary_scale agreement preflight scale trackers")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick or --only)")
     args = parser.parse_args(argv)
@@ -767,6 +781,7 @@ def main(argv=None) -> int:
         "agreement": lambda: agreement(work / "12", repeats),
         "preflight": lambda: preflight(work / "13", repeats),
         "scale": lambda: scale(args.quick),
+        "trackers": lambda: trackers(work / "15", args.quick),
     }
     results = {}
     try:

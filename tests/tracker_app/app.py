@@ -71,7 +71,7 @@ def with_lightning(cfg: DictConfig) -> None:
     x = torch.randn(64, 4, generator=g)
     data = DataLoader(TensorDataset(x, x.sum(1, keepdim=True)), batch_size=16)
     loggers = [hydra.utils.instantiate(c) for c in cfg.logger.values()]
-    callbacks = [hydra.utils.instantiate(c) for c in cfg.callbacks.values()]
+    callbacks = [hydra.utils.instantiate(c) for c in cfg.get("callbacks", {}).values()]  # ~callbacks: none
     trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=1, logger=loggers, callbacks=callbacks,
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                         log_every_n_steps=1)
@@ -87,7 +87,8 @@ if __name__ == "__main__":
     import os
 
     main()
-    if os.environ.get("TRACKER_APP_AFTER_JOB") == "1":  # the job has ended: no session is active, and MLflow's provider must say nothing
+    # The job has ended: no session is active, and MLflow's provider must add nothing and say nothing.
+    if os.environ.get("TRACKER_APP_AFTER_JOB") == "1":
         import mlflow
 
         with mlflow.start_run(run_name="after") as run:
