@@ -4,7 +4,8 @@
 
 For each tracker that is installed, the same job of the tracker app (``tests/tracker_app``: a Hydra task that
 uses the tracker as its users do, with ``+env=cpu_debug hydra/callbacks=bootstrap``) runs with the integration
-and without it, interleaved, and the ratio of the median wall times is its share:
+and without it, interleaved: ``ratio`` is the ratio of the median wall times, and ``share`` the integration's own
+calls (timed in place inside the runs with it) over the job's wall time, which noise cannot hide:
 
 - ``mlflow``: one ``mlflow.start_run()`` in the task (a SQLite store, made once before the timed runs). Without:
   the provider is taken out of MLflow's registry and the job's end asks no tracker;
@@ -28,23 +29,48 @@ import tempfile
 import time
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "tests" / "tracker_app" / "app.py"
 BOOTSTRAP = ["+env=cpu_debug", "hydra/callbacks=bootstrap"]
 
-# Runs the app as `python app.py ARGS` would, with the integration switched off for "without".
+# Runs the app as `python app.py ARGS` would. "without": the integration switched off. "with": each of its calls
+# (the provider's tags, the Lightning callback's setup, the job's end) timed in place, printed at exit.
 PROBE = """
-import runpy, sys
+import atexit, json, runpy, sys, time
 variant, app, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+import bootstrap.integrations
 if variant == "without":
-    import bootstrap.integrations
     bootstrap.integrations.AT_JOB_END = ()  # the job's end asks no tracker
     if "tracker=mlflow" in args:
         from mlflow.tracking.context import registry
         providers = registry._run_context_provider_registry._registry
         providers[:] = [p for p in providers if type(p).__module__ != "bootstrap.integrations.mlflow"]
+else:
+    spent = [0.0]
+
+    def timing(owner, name):
+        inner = getattr(owner, name)
+        def timed(*a, **k):
+            started = time.perf_counter()
+            try:
+                return inner(*a, **k)
+            finally:
+                spent[0] += time.perf_counter() - started
+        setattr(owner, name, timed)
+
+    timing(bootstrap.integrations, "job_end")
+    if "tracker=mlflow" in args:
+        import mlflow  # first: MLflow loads the provider while it is imported
+        import bootstrap.integrations.mlflow as provider
+        assert any(type(p) is provider.BootstrapContext for p in
+                   mlflow.tracking.context.registry._run_context_provider_registry), "the provider is not registered"
+        timing(provider.BootstrapContext, "tags")
+    if "tracker=lightning" in args:
+        import bootstrap.integrations.lightning as callback
+        timing(callback.BootstrapLogging, "setup")
+    atexit.register(lambda: print("INTEGRATION_MS", spent[0] * 1000, flush=True))
 sys.argv = [app, *args]
 runpy.run_path(app, run_name="__main__")
 """
@@ -63,19 +89,19 @@ def _env(work: Path, extra: Dict[str, str]) -> Dict[str, str]:
     return env
 
 
-def _timed(cmd: List[str], cwd: Path, env: Dict[str, str], timeout: int = 300) -> float:
+def _timed(cmd: List[str], cwd: Path, env: Dict[str, str], timeout: int = 300) -> Tuple[float, str]:
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
-        _, stderr = proc.communicate(timeout=timeout)
+        stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise RuntimeError(f"{' '.join(cmd)} ran past {timeout} s") from None
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{stderr[-3000:]}")
-    return time.perf_counter() - started
+    return time.perf_counter() - started, stdout
 
 
 def job_share(tracker: str, work: Path, repeats: int) -> dict:
@@ -85,8 +111,8 @@ def job_share(tracker: str, work: Path, repeats: int) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     env, runs = _env(work, extra), {"n": 0}
 
-    def job(variant: str) -> Callable[[], float]:
-        def run() -> float:
+    def job(variant: str) -> Callable[[], Tuple[float, str]]:
+        def run() -> Tuple[float, str]:
             runs["n"] += 1
             out = work / f"run{runs['n']}"
             return _timed([sys.executable, "-c", PROBE, variant, str(APP), f"hydra.run.dir={out}", *args, *BOOTSTRAP,
@@ -96,11 +122,17 @@ def job_share(tracker: str, work: Path, repeats: int) -> dict:
     if tracker == "mlflow":
         job("with")()  # one untimed run first: MLflow makes its database, every timed run then finds it
     times: Dict[str, List[float]] = {"with": [], "without": []}
+    spent: List[float] = []
     for _ in range(repeats):
         for variant in times:
-            times[variant].append(job(variant)())
+            wall, stdout = job(variant)()
+            times[variant].append(wall)
+            spent += [float(line.split()[1]) for line in stdout.splitlines() if line.startswith("INTEGRATION_MS ")]
     with_s, without_s = statistics.median(times["with"]), statistics.median(times["without"])
-    return {"with_s": with_s, "without_s": without_s, "ratio": with_s / without_s}
+    integration_ms = statistics.median(spent)
+    # The ratio of two noisy wall times; the share, of the integration's own calls timed inside the same jobs.
+    return {"with_s": with_s, "without_s": without_s, "ratio": with_s / without_s, "integration_ms": integration_ms,
+            "share": integration_ms / 1000 / with_s}
 
 
 # MLflow loads the provider while it is imported; here it is held back (MLflow then skips it with a warning) and
@@ -148,7 +180,7 @@ def trackers(quick: bool, work: Path) -> dict:
     for tracker in CASES:  # flat, for bench/run.py's targets table
         shares = result[tracker]
         if isinstance(shares, dict) and "ratio" in shares:
-            result[f"{tracker}_ratio"] = shares["ratio"]
+            result[f"{tracker}_ratio"], result[f"{tracker}_share"] = shares["ratio"], shares["share"]
     return result
 
 

@@ -11,6 +11,7 @@ MLflow imports this module, and makes one :class:`BootstrapContext`, whenever ML
 process of an environment where the package is installed, Hydra or not. So the import and
 :meth:`BootstrapContext.in_context` (on every ``start_run``) cost next to nothing and say nothing when no session
 is active, and no error here reaches the user's ``start_run()``: it costs one logged warning and the tags.
+Import ``mlflow`` before this module, never after: MLflow loads it while MLflow itself is imported.
 """
 
 from __future__ import annotations
