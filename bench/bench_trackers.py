@@ -4,8 +4,9 @@
 
 For each tracker that is installed, the same job of the tracker app (``tests/tracker_app``: a Hydra task that
 uses the tracker as its users do, with ``+env=cpu_debug hydra/callbacks=bootstrap``) runs with the integration
-and without it, interleaved: ``ratio`` is the ratio of the median wall times, and ``share`` the integration's own
-calls (timed in place inside the runs with it) over the job's wall time, which noise cannot hide:
+and without it, interleaved (each first in every other round): ``ratio`` is the ratio of the median wall times,
+and ``share`` the integration's own calls (timed in place inside the runs with it) over the job's wall time,
+which noise cannot hide:
 
 - ``mlflow``: one ``mlflow.start_run()`` in the task (a SQLite store, made once before the timed runs). Without:
   the provider is taken out of MLflow's registry and the job's end asks no tracker;
@@ -123,8 +124,10 @@ def job_share(tracker: str, work: Path, repeats: int) -> dict:
         job("with")()  # one untimed run first: MLflow makes its database, every timed run then finds it
     times: Dict[str, List[float]] = {"with": [], "without": []}
     spent: List[float] = []
-    for _ in range(repeats):
-        for variant in times:
+    for round_ in range(repeats):
+        # Each variant goes first in every other round: a job's leftovers (wandb's service, MLflow's database
+        # writes) still running when the next job starts slow that one, whichever it is.
+        for variant in (("with", "without") if round_ % 2 == 0 else ("without", "with")):
             wall, stdout = job(variant)()
             times[variant].append(wall)
             spent += [float(line.split()[1]) for line in stdout.splitlines() if line.startswith("INTEGRATION_MS ")]
