@@ -32,7 +32,7 @@ Scalar = Union[str, int, float, bool]
 PREFIX = "bootstrap"
 # MLflow refuses a tag or param key over 250 characters (mlflow.utils.validation.MAX_ENTITY_KEY_LENGTH).
 MAX_KEY = 250
-# MLflow's limits on a value: tags 5,000 characters before 3.x (8,000 in 3.17), params 6,000: the least of them.
+# MLflow's limits on a value: tags 8,000 characters in 3.17 (5,000 in earlier releases), params 6,000: the least.
 MAX_VALUE = 5000
 # A report holds about a hundred keys; the bound keeps one made by hand (thousands of variables) within a
 # tracker's request size. The keys past it are counted in LEFT_OUT_COUNT.
