@@ -119,8 +119,11 @@ def test_a_run_started_with_no_session_gets_nothing_and_no_word(mlflow_job):
 # -- Lightning -------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def lightning_job(tmp_path_factory):
+    """Trainer.fit with CSV, TensorBoard and MLflow loggers (MLFlowLogger makes its run with create_run, which
+    MLflow's context providers never see)."""
     out = tmp_path_factory.mktemp("lightning") / "out"
-    run_app(out, "tracker=lightning", *BOOTSTRAP, *SECRETS)
+    run_app(out, "tracker=lightning", "logger=[csv,tensorboard,mlflow]", *BOOTSTRAP, *SECRETS,
+            MLFLOW_TRACKING_URI=f"sqlite:///{out.parent / 'mlflow.db'}")
     return out
 
 
@@ -144,6 +147,19 @@ def test_tensorboard_shows_the_report_beside_the_models_hparams(lightning_job):
     assert_stable_keys(shown)
     assert shown["hidden"] == 8 and shown["lr"] == 0.01
     assert_no_secret(*map(str, shown.values()))
+
+
+def test_mlflow_logger_runs_get_params_then_tags_and_the_artifact(lightning_job):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{lightning_job.parent / 'mlflow.db'}")
+    (run,) = client.search_runs([client.get_experiment_by_name("tracker-app-lightning").experiment_id])
+    assert_stable_keys(run.data.params)  # Lightning's log_hyperparams: params, each cut to 250 characters by it
+    assert run.data.params["hidden"] == "8"
+    assert_stable_keys(run.data.tags)  # the job's end: the view as tags, and the report
+    assert run.data.tags["bootstrap/job/status"] == "completed"
+    assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["bootstrap.json"]
+    assert_no_secret(*run.data.params.values(), *run.data.tags.values())
 
 
 # -- Weights & Biases ------------------------------------------------------------------------------------------
