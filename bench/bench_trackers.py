@@ -120,7 +120,7 @@ def job_share(tracker: str, work: Path, repeats: int) -> dict:
                            *(without if variant == "without" else [])], work, env)
         return run
 
-    if tracker == "mlflow":
+    if tracker == "mlflow" and repeats > 1:  # not in --quick, which checks that it runs
         job("with")()  # one untimed run first: MLflow makes its database, every timed run then finds it
     times: Dict[str, List[float]] = {"with": [], "without": []}
     spent: List[float] = []
