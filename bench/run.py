@@ -19,7 +19,8 @@ check it still executes (CI does this); it and --only write nothing unless --out
  12 agreement        torchrun 2 ranks, process start to the task: the ranks' comparison on (agree=error) vs off
  13 preflight        torchrun 2 ranks, start-up with the preflight check vs without
  14 scale            many ranks' start-up over one real TCPStore: store operations per rank (bench/bench_scale.py)
- 15 trackers         the MLflow, W&B and Lightning integrations' share of a job, with vs without each; the MLflow
+ 15 provenance       train_stub with the provenance collected vs off: wall time, and the collection's own time
+ 16 trackers         the MLflow, W&B and Lightning integrations' share of a job, with vs without each; the MLflow
                      provider's import (bench/bench_trackers.py; a tracker not installed is skipped, saying so)
 """
 
@@ -308,6 +309,34 @@ def flight_recorder(work: Path, repeats: int, steps: int) -> dict:
             "ratio": median(results["off"]) / median(results["on"])}
 
 
+# 15 ---------------------------------------------------------------------------------------
+def provenance(work: Path, repeats: int, steps: int) -> dict:
+    """The provenance's share of a job: train_stub (a short training run, so that the collection's thread
+    overlaps the task, as in a real job) with env.provenance.enabled true and false, interleaved.
+    ``ratio``: wall time on / off; ``bootstrap_ms``: the bootstrap's own start with it on (the collection
+    starts after it); ``provenance_s``: what the collection took in its thread."""
+    runs = {"n": 0}
+    seconds, bootstrap_ms = [], []
+
+    def job(enabled: str):
+        def run() -> float:
+            runs["n"] += 1
+            out = work / f"run{runs['n']}"
+            wall = timed([PY, str(STUB), f"train.steps={steps}", f"env.provenance.enabled={enabled}",
+                          f"hydra.run.dir={out}"], work)
+            if enabled == "true":
+                timings = json.loads((out / "bootstrap.json").read_text())["timings"]
+                seconds.append(timings["provenance_s"])
+                bootstrap_ms.append(timings["bootstrap_s"] * 1000)
+            return wall
+        return run
+
+    results = interleaved({"on": job("true"), "off": job("false")}, repeats)
+    return {"on_s": median(results["on"]), "off_s": median(results["off"]),
+            "ratio": median(results["on"]) / median(results["off"]), "provenance_s": median(seconds),
+            "bootstrap_ms_with_it": median(bootstrap_ms)}
+
+
 # 12, 13 ----------------------------------------------------------------------------------
 def two_ranks_starting(work: Path, repeats: int, off: str) -> dict:
     """``torchrun`` with 2 ranks of train_stub, ``train.steps=0`` (start-up only), as the preset has it ("on") and
@@ -488,6 +517,7 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("agreement", "ratio", "≤ 1.02× agree=off (torchrun, 2 ranks, start-up)", lambda v: v <= 1.02),
     ("preflight", "ratio", "≤ 1.10× mode=off (torchrun, 2 ranks, cpu_debug, start-up)", lambda v: v <= 1.10),
     ("preflight", "within_budget", "every run within env.preflight.seconds", lambda v: v == 1.0),
+    ("provenance", "ratio", "≤ 1.03× provenance off (train_stub, a short training run)", lambda v: v <= 1.03),
     ("scale", "per_rank_ops_constant", "each rank's store operations the same at every world size", lambda v: v == 1.0),
     ("trackers", "mlflow_share", "≤ 0.02 of the job (tags at start_run, the artifact at the end)", lambda v: v <= 0.02),
     ("trackers", "wandb_share", "≤ 0.02 of the job (an offline run's config and file at the end)", lambda v: v <= 0.02),
@@ -751,7 +781,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", nargs="*",
                         help="run only these: startup threads oversubscription peers multirun gpu lightning "
-                             "lint flight_recorder hang_scale summary_scale agreement preflight scale trackers")
+                             "lint flight_recorder hang_scale summary_scale agreement preflight scale provenance "
+                             "trackers")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick or --only)")
     args = parser.parse_args(argv)
@@ -779,7 +810,8 @@ def main(argv=None) -> int:
         "agreement": lambda: agreement(work / "12", repeats),
         "preflight": lambda: preflight(work / "13", repeats),
         "scale": lambda: scale(args.quick),
-        "trackers": lambda: trackers(work / "15", args.quick),
+        "provenance": lambda: provenance(work / "15", repeats, min(steps, 20)),
+        "trackers": lambda: trackers(work / "16", args.quick),
     }
     results = {}
     try:

@@ -50,6 +50,8 @@ BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
     (["env.preflight.seconds=900"], NO_ENV, "env.preflight.seconds=900.0 must be positive and at most "
                                             "env.distributed.timeout_s (600)"),
     (["env.preflight.sizes_mb=[]"], NO_ENV, "env.preflight.sizes_mb=[] must list 1 to 8 message sizes"),
+    (["env.provenance.seconds=900"], NO_ENV, "env.provenance.seconds=900.0 must be positive and at most "
+                                             "env.distributed.timeout_s (600)"),
     ([], TORCHRUN_RANK2_OF_2, "env.distributed: torchrun: rank 2 is outside world size 2"),
     ([], MULTI_NODE_NO_MASTER, "needs MASTER_ADDR"),
     ([], WORLD_WITHOUT_PORT, "env.distributed: env: a world of 2 ranks needs a rendezvous port"),

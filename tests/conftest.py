@@ -188,3 +188,17 @@ def tune_here(capsys, monkeypatch):
     from bootstrap.cli import tune
 
     return _main_here(tune.main, capsys, monkeypatch)
+
+
+@pytest.fixture
+def diff_here(capsys):
+    """``bootstrap diff`` in this process: (exit status, stdout, stderr)."""
+    def run(*args):
+        capsys.readouterr()
+        from bootstrap.cli import diff
+
+        code = diff.main([str(arg) for arg in args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

@@ -19,13 +19,15 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from bootstrap.core import facts as job_facts
-from bootstrap.doors import outbound, records
+from bootstrap.doors import inbound, outbound, records
 from bootstrap.doors.inbound import Unreadable
 from bootstrap.doors.masking import MASK, masked, masked_text
+from bootstrap.provenance import collect, packages
 
 TITLES = {"versions": "versions", "variables": "variables (with their sources)", "threads": "threads and CPUs",
           "launch": "launcher and world", "preset": "preset", "seeds": "seeds", "torch": "torch settings",
           "lint": "lint findings", "preflight": "preflight check (expected, measured)",
+          "provenance": "provenance (code, packages, host)",
           job_facts.ALWAYS_DIFFERS: "what differs between any two runs"}
 UNSET = "unset"
 MAX_VALUE = 160  # characters of one value on a line; the rest is cut ("...")
@@ -116,7 +118,58 @@ def _here(a_report: records.Report, args: argparse.Namespace) -> records.Report:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise Usage(masked_text(f"cannot preview this machine: {first}", overrides)) from None
     report.distributed.agreement = records.Agreement(fingerprint=_known_here())
+    # where the code is now: A's repository if this machine has it, else the working directory's
+    git = a_report.provenance.git if a_report.provenance else None
+    app_dir = Path(git.root) if git is not None and Path(git.root).is_dir() else Path.cwd()
+    report.provenance = collect.collect(app_dir, None, seconds=10.0)
     return report
+
+
+# -- packages --------------------------------------------------------------------------------------
+def _packages(report_file: Path, report: records.Report) -> Optional[Dict[str, str]]:
+    """The run's packages (name -> version) from the packages.txt beside its report; None without one."""
+    found = report.provenance
+    if found is None or not found.packages_file:
+        return None
+    try:  # its name only: a report cannot send the reader out of its own directory
+        return packages.parse(inbound.read_text(report_file.parent / Path(found.packages_file).name))
+    except (OSError, Unreadable):
+        return None
+
+
+def _package_rows(a: Optional[Dict[str, str]], b: Optional[Dict[str, str]]) -> List[Dict[str, str]]:
+    """One row per package added, removed or changed, where both runs' packages are known."""
+    if a is None or b is None:
+        return []
+    rows = []
+    for name, old, new in packages.compare(a, b):  # others' files: each shown as a fact is, masked and visible
+        fact = f"package {job_facts.shown('', name)}"
+        rows.append({"name": fact, "a": old and job_facts.shown(fact, old) or UNSET,
+                     "b": new and job_facts.shown(fact, new) or UNSET})
+    return rows
+
+
+def _ranks_apart(report_file: Path) -> List[str]:
+    """In a run of several ranks, the ranks whose packages differ from rank 0's, named (from each rank's report)."""
+    paths = records.report_paths(report_file.parent)
+    if len(paths) < 2:
+        return []
+    from bootstrap.distributed.ranks import Ranks
+
+    digests: Dict[Optional[str], List[int]] = {}
+    for path in paths:
+        try:
+            report = records.read_report(path)
+        except Unreadable:
+            continue
+        digest = report.provenance.packages_digest if report.provenance else None
+        digests.setdefault(digest, []).append(report.distributed.rank)
+    known = {digest: ranks for digest, ranks in digests.items() if digest is not None}
+    if len(known) < 2:
+        return []
+    first = next((digest for digest, ranks in known.items() if 0 in ranks), None)
+    return [f"packages differ from rank 0's on {Ranks.of(ranks).text()} (packages.txt {digest[:12]}; "
+            "bootstrap diff RUN RUN --rank N names them)" for digest, ranks in known.items() if digest != first]
 
 
 def _known_here() -> Dict[str, str]:
@@ -200,7 +253,7 @@ def _versions_apart(a: records.Report, b: Optional[records.Report]) -> Tuple[Lis
 
 # records.ADDED_IN, as the facts they show
 _ADDED_FACTS: Dict[int, FactNames] = {2: {("lint", None), ("launch", "node_rank"), ("seeds", "global_seed")},
-                                      3: {("preflight", None)}}
+                                      3: {("preflight", None)}, 4: {("provenance", None)}}
 
 
 def _leave_out(found: job_facts.Facts, left_out: FactNames) -> job_facts.Facts:
@@ -225,6 +278,11 @@ def run(args: argparse.Namespace) -> int:
         b_name, b_facts = str(b_path), job_facts.facts(b_report, b_path.parent)
     notes, not_comparable = _versions_apart(a_report, None if args.here else b_report)
     differences = compare(_leave_out(a_facts, not_comparable), _leave_out(b_facts, not_comparable), args.all)
+    b_packages = packages.parse(packages.text(packages.installed())) if args.here else _packages(b_path, b_report)
+    package_rows = _package_rows(_packages(a_path, a_report), b_packages)
+    if package_rows:
+        differences.setdefault("provenance", []).extend(package_rows)
+    notes += list(dict.fromkeys(_ranks_apart(a_path) + ([] if args.here else _ranks_apart(b_path))))
     try:
         if args.json:
             outbound.say_json({"a": str(a_path), "b": b_name, "same": not differences, "sections": differences,

@@ -4,7 +4,8 @@
 report does not hold is absent (shown as ``unset`` by whoever compares). What differs between any two runs
 (times, job number, status, metrics, the master's port) sits in the section :data:`ALWAYS_DIFFERS`, which a
 comparison leaves out unless asked. :func:`environment` is the part a job does not choose through its own
-overrides: versions, hardware and inherited variables (the sweep summary's note, :mod:`bootstrap.sweep.environments`).
+overrides: versions, hardware, inherited variables, the commit and the packages (the sweep summary's note,
+:mod:`bootstrap.sweep.environments`).
 
 Every value is shown by one rule, whoever wrote the report (this version, another, a hand or a user's tool):
 masked by its name and its shape (:func:`bootstrap.doors.masking.masked`: ``WANDB_API_KEY``, an override
@@ -26,7 +27,8 @@ from bootstrap.doors.outbound import visible
 from bootstrap.doors.records import PROCESS, Report
 from bootstrap.doors.typed import Section
 
-SECTIONS = ("versions", "variables", "threads", "launch", "preset", "seeds", "torch", "lint", "preflight")
+SECTIONS = ("versions", "variables", "threads", "launch", "preset", "seeds", "torch", "lint", "preflight",
+            "provenance")
 ALWAYS_DIFFERS = "always_differs"
 RUN_DIR = "<run dir>"
 INHERITED = "inherited"  # the source shown for a variable the job found set and the bootstrap did not plan
@@ -185,6 +187,26 @@ def _preflight(report: Report) -> Dict[str, str]:
         ("findings", [finding.message for finding in check.findings] or None), ("note", check.note)])
 
 
+def _short(digest: Optional[str]) -> str:
+    return digest[:12] if digest else "-"
+
+
+def _provenance(report: Report) -> Dict[str, str]:
+    """Where the job came from: its commit and tree, the packages (by digest: ``bootstrap diff`` names each
+    package that changed, from the runs' packages.txt), the host, the container and the driver."""
+    found = report.provenance
+    if found is None:
+        return {}
+    git = found.git
+    return _present([
+        ("host", found.host), ("container", found.container), ("gpu driver", found.gpu_driver),
+        ("git", found.git_missing), ("git commit", git.commit if git else None),
+        ("git branch", git.branch if git else None),
+        ("git tree", (f"dirty (diff {_short(git.diff_digest)})" if git.dirty else "clean") if git else None),
+        ("git untracked files", f"{git.untracked} ({_short(git.untracked_digest)})" if git and git.untracked else None),
+        ("packages", f"{found.packages} ({_short(found.packages_digest)})" if found.packages is not None else None)])
+
+
 def _always_differs(report: Report) -> Dict[str, str]:
     job, dist, timings = report.job, report.distributed, report.timings
     metrics = [(f"metric {name}", value) for name, value in (job.metrics or {}).items()]
@@ -193,13 +215,14 @@ def _always_differs(report: Report) -> Dict[str, str]:
                      ("error", job.error), ("master_addr", dist.master_addr), ("master_port", dist.master_port),
                      ("job_id", dist.job_id), ("hang", dist.hang), ("warnings", report.warnings or None),
                      ("group_at_end", dist.group_at_end.to_json() if dist.group_at_end else None),
-                     ("preflight_s", timings.preflight_s),
+                     ("preflight_s", timings.preflight_s), ("provenance_s", timings.provenance_s),
+                     ("provenance", report.provenance.status if report.provenance else None),
                      ("teardown", dist.teardown)])
 
 
 _BUILDERS = {"versions": _versions, "variables": _variables, "threads": _threads, "launch": _launch,
              "preset": _preset, "seeds": _seeds, "torch": _torch, "lint": _lint,
-             "preflight": _preflight, ALWAYS_DIFFERS: _always_differs}
+             "preflight": _preflight, "provenance": _provenance, ALWAYS_DIFFERS: _always_differs}
 
 
 def _without_run_dir(section: Dict[str, str], run_dir: Optional[os.PathLike]) -> Dict[str, str]:
@@ -219,12 +242,13 @@ def facts(report: Report, run_dir: Optional[os.PathLike] = None) -> Facts:
 
 
 def environment(report: Report) -> Dict[str, str]:
-    """What the job found rather than chose: versions, hardware and inherited variables (those from the
+    """What the job found rather than chose: versions, hardware, inherited variables (those from the
     shell or set by the process itself, and known variables set that no override, preset or launcher of the
-    job's own set)."""
+    job's own set), and the code and packages it ran (its git commit and tree, its packages' digest)."""
     found = report.found
     versions = {key: value for key, value in _versions(report).items() if key != "device"}  # the preset's choice
     hardware = _present([("CPUs", found.cpus), ("usable CPUs", found.cpus_usable),
                          ("CPU affinity", found.cpu_affinity)])
     shell = _present((name, var.value) for name, var in report.vars.items() if var.source in ("shell", PROCESS))
-    return {**versions, **hardware, **shell, **_inherited(report)}
+    code = {key: value for key, value in _provenance(report).items() if key.startswith(("git", "packages"))}
+    return {**versions, **hardware, **shell, **_inherited(report), **code}

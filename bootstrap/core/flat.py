@@ -7,7 +7,7 @@ small and its keys stable:
 
 - ``vars``: each variable's value alone, ``bootstrap/vars/NCCL_ALGO``; its source and note stay in
   ``bootstrap.json``;
-- the ``provenance`` section's fields sit at the top: ``bootstrap/host``, ``bootstrap/git/commit``;
+- a few fields asked of every run sit at the top (:data:`ALIASES`): ``bootstrap/host``, ``bootstrap/git/commit``;
 - a list of values is one value, joined (:data:`JOINED_BY`): ``bootstrap/overrides`` reads as typed;
 - a list of records is keyed by each record's ``name`` (``bootstrap/checks/torch/ok``) or ``rank``, else by
   position;
@@ -39,7 +39,8 @@ MAX_VALUE = 5000
 MAX_KEYS = 1000
 LEFT_OUT_COUNT = f"{PREFIX}/keys_left_out"
 
-LIFTED = ("provenance",)  # sections whose fields sit at the top: what a user asks of any run (host, commit)
+# Report paths shown under a shorter key, with everything beneath them: what a user asks of any run.
+ALIASES = {"provenance/host": "host", "provenance/git": "git"}
 VALUE_OF = {"vars": "value"}  # sections of records shown by one field each
 # How a list of values is joined into one: the overrides as typed on a command line; any other list by ", ".
 JOINED_BY: Dict[str, Callable[[Iterable[str]], str]] = {"overrides": " ".join, "warnings": " | ".join}
@@ -65,11 +66,7 @@ def view(data: Mapping[str, Any]) -> Dict[str, Scalar]:
     """The flat view of a report's JSON (``Report.to_json()``, or a ``bootstrap.json`` read back)."""
     raw: Dict[str, Any] = {}
     for section, value in data.items():
-        if section in LIFTED and isinstance(value, Mapping):
-            for name, item in value.items():  # a name the report already has keeps its section's prefix
-                _visit(raw, str(name) if name not in data else f"{section}/{name}", item)
-        else:
-            _visit(raw, str(section), value)
+        _visit(raw, str(section), value)
     # One pass through the way out: secrets masked by the key's name and the value's shape, remembered
     # secrets masked, control characters escaped.
     cleaned = outbound.clean_data({f"{PREFIX}/{path}": value for path, value in raw.items()})
@@ -88,6 +85,7 @@ def view(data: Mapping[str, Any]) -> Dict[str, Scalar]:
 def _visit(out: Dict[str, Any], path: str, value: Any) -> None:
     if path in LEFT_OUT or value is None:
         return
+    path = ALIASES.get(path, path)
     section = path.split("/", 1)[0]
     if isinstance(value, Mapping):
         field = VALUE_OF.get(section) if path == section else None

@@ -60,6 +60,7 @@ class Plan:
     global_seed: Optional[int]  # what random, numpy and torch get on this rank: seed + 100 * pp_rank
     data_seed: Optional[int]  # bootstrap.current().data_seed
     nccl_log_dir: Optional[str] = None  # where NCCL logs its start-up for the preflight check (NCCL_DEBUG_FILE)
+    output_dir: Optional[str] = None  # the job's directory (the preflight's picture goes there); None: none
 
     def __post_init__(self) -> None:
         if self.mesh and math.prod(self.mesh.values()) != self.launch.world_size:
@@ -149,7 +150,7 @@ def make_plan(
         torch=torch_values(preset.torch), device_type=preset.device.value, backend=dist.backend.value,
         dump_dir=dump_dir, seed=preset.seed, global_seed=global_seed,
         data_seed=seeding.data_seed(preset.seed, launch.rank, preset.seed_offset is SeedOffset.rank),
-        nccl_log_dir=output_dir if nccl_log else None,
+        nccl_log_dir=output_dir if nccl_log else None, output_dir=output_dir,
     )
 
 

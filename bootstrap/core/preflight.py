@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Optional
 from bootstrap.core.plan import Plan
 from bootstrap.core.schema import EnvConfig
 from bootstrap.doors import records
-from bootstrap.preflight.request import PREFIX, Floors, Request, message, planned, skipped_because, stops
+from bootstrap.preflight.request import PICTURE, PREFIX, Floors, Request, message, planned, skipped_because, stops
 
 if TYPE_CHECKING:  # (it imports torch's helpers: imported where used)
     from bootstrap.distributed.group import ProcessGroup
@@ -50,7 +50,9 @@ def request(preset: EnvConfig, plan: Plan, device: str, group: Optional[ProcessG
         sizes_mb=tuple(wanted.sizes_mb), network=network, device=device,
         backend=backend, rank=launch.rank, world_size=launch.world_size, node_rank=launch.node_rank, host=host(),
         nccl_log_dir=Path(plan.nccl_log_dir) if plan.nccl_log_dir else None,
-        store_key=run_key(os.environ, launch, _checks[0], PREFIX), key=key, always=always)
+        store_key=run_key(os.environ, launch, _checks[0], PREFIX), key=key, always=always,
+        # rank 0 draws the world's figures, into the job's directory (the doctor measures and writes nothing)
+        picture=Path(plan.output_dir) / PICTURE if plan.output_dir and launch.rank == 0 and not always else None)
 
 
 def run(preset: EnvConfig, plan: Plan, device: str, group: Optional[ProcessGroup], key: str, always: bool = False

@@ -61,7 +61,7 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
           checks: Sequence[Check], applied: Optional[Applied], warnings: Sequence[str], bootstrap_s: float,
           status: JobStatus = JobStatus.RUNNING, lint: Sequence[Any] = (), started_ns: Optional[int] = None,
           agreement: Optional[records.Agreement] = None, preflight: Optional[records.Preflight] = None,
-          machine: Optional[Machine] = None) -> Report:
+          machine: Optional[Machine] = None, provenance: Optional[records.Provenance] = None) -> Report:
     """The report at job start. ``applied`` is None when nothing was applied (a preview, a failed check);
     ``lint`` holds the variable lint's findings (``bootstrap.variables.lint.Finding``); ``started_ns`` is
     ``time.time_ns()`` when the job's bootstrap started (None in a preview). The preflight check's time is
@@ -107,6 +107,7 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
                           generators=list(applied.seeded) if applied else [], data_seed=plan.data_seed,
                           task_seed=None),
         preflight=preflight,
+        provenance=provenance,  # collected in a thread once the job has started: set at its end (end, JobEnd)
         warnings=list(warnings),
         timings=records.Timings(bootstrap_s=round(bootstrap_s, 6), started_ns=started_ns,
                                 preflight_s=round(preflight_s, 4) if preflight_s is not None else None),
@@ -140,6 +141,8 @@ class JobEnd:
     task_seed: Optional[int] = None  # torch's seed at the end, when the task re-seeded
     hang: Optional[records.Hang] = None  # what the flight recorder's dumps show, after a failure under a group
     teardown: Optional[Teardown] = None  # what became of the group
+    provenance: Optional[records.Provenance] = None  # the job's provenance as collected so far
+    provenance_s: Optional[float] = None  # what collecting it took, once done
 
 
 MAX_ERROR_CHARS = 20_000  # the task's message in job.error; a longer one is cut (reports are read by every summary)
@@ -162,6 +165,9 @@ def end(report: Report, job_end: JobEnd) -> None:
         report.distributed.hang = job_end.hang
     if job_end.teardown is not None:
         report.distributed.teardown = job_end.teardown
+    if job_end.provenance is not None:
+        report.provenance = job_end.provenance
+        report.timings.provenance_s = round(job_end.provenance_s, 4) if job_end.provenance_s is not None else None
 
 
 def error_line(error: Any) -> str:

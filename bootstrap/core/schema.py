@@ -144,6 +144,12 @@ class Preflight:  # see bootstrap.preflight: every rank proves it computes right
 
 
 @dataclass
+class Provenance:  # see bootstrap.provenance: the code and packages each job ran with (docs/report.md#provenance)
+    enabled: bool = True  # git, packages, container and driver, collected in a thread after the start; false: host only
+    seconds: float = 10.0  # the collection's budget (git: 3/4 of it); the job's end waits no longer (<= timeout_s)
+
+
+@dataclass
 class EnvConfig:
     auto: bool = False  # true only in env=auto: pick the real preset from the hardware at job start
     requires: Requires = field(default_factory=Requires)  # what the machine must provide
@@ -158,6 +164,7 @@ class EnvConfig:
     seed: Optional[int] = 0
     seed_offset: SeedOffset = SeedOffset.rank  # how each rank's data seed differs (see bootstrap.distributed.seeding)
     preflight: Preflight = field(default_factory=Preflight)  # a short measurement on every rank before training
+    provenance: Provenance = field(default_factory=Provenance)  # the job's git state, packages, host, container
 
 
 def is_timeout(value: Any) -> bool:
@@ -196,6 +203,11 @@ def validate(preset: EnvConfig) -> EnvConfig:
         raise ConfigError(f"{PRESET_KEY}.distributed.flight_recorder.buffer_size={recorder.buffer_size} must be a "
                           f"count of collectives in [1, {MAX_FR_BUFFER}], e.g. 2000; or set "
                           f"{PRESET_KEY}.distributed.flight_recorder.enabled=false.")
+    seconds = preset.provenance.seconds
+    if isinstance(seconds, bool) or not 0 < seconds <= dist.timeout_s:
+        raise ConfigError(f"{PRESET_KEY}.provenance.seconds={seconds} must be positive and at most "
+                          f"{PRESET_KEY}.distributed.timeout_s ({dist.timeout_s}), e.g. "
+                          f"{PRESET_KEY}.provenance.seconds=10; or set {PRESET_KEY}.provenance.enabled=false.")
     if dist.master_port is not None and not 0 < dist.master_port < 65536:
         raise ConfigError(f"{PRESET_KEY}.distributed.master_port={dist.master_port} is not a TCP port (1-65535).")
     _validate_preflight(preset.preflight, dist.timeout_s)

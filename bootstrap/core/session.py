@@ -17,9 +17,8 @@ import os
 import platform
 import signal
 import time
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection, List, Mapping, Optional, Sequence, Tuple, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Collection, List, Mapping, Optional, Sequence, Tuple, cast
 
 from bootstrap.core import active, agreement, preflight, presets, report, runtime, schema, verdict, versions
 from bootstrap.core.changes import ProcessChanges, sigterm_held
@@ -30,8 +29,9 @@ from bootstrap.distributed import launcher, seeding
 from bootstrap.distributed.group import GroupState
 from bootstrap.distributed.group import in_use as group_in_use
 from bootstrap.doors import outbound, overrides, records
-from bootstrap.doors.errors import PRESET_KEY, BootstrapError, ConfigError, DisagreementError, PreflightError
+from bootstrap.doors.errors import PRESET_KEY, ConfigError, DisagreementError, PreflightError, naming_preset
 from bootstrap.doors.records import Report
+from bootstrap.provenance import collect as provenance
 from bootstrap.variables import environ, lint, readers
 
 if TYPE_CHECKING:
@@ -40,20 +40,6 @@ if TYPE_CHECKING:
     from bootstrap.core.auto import Choice
 
 log = logging.getLogger(__name__)
-_Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def _naming_preset(method: _Method) -> _Method:
-    """The boundary where an error's message names the preset as the job does (``self.key``): once."""
-    @wraps(method)
-    def named(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except BootstrapError as error:
-            error.under(self.key)
-            raise
-
-    return named  # type: ignore[return-value]  # with method's signature (functools.wraps)
 
 
 class Session:
@@ -65,7 +51,7 @@ class Session:
     ``session.report.to_json()`` is what ``bootstrap.json`` holds, before the way out masks it.
     """
 
-    @_naming_preset
+    @naming_preset
     def __init__(self, env_cfg: Any, *, name: Optional[str] = None, key: str = "env",
                  env_set: Optional[Mapping[str, Any]] = None, explicit_vars: Collection[str] = (),
                  job_overrides: Sequence[str] = (), output_dir: Optional[os.PathLike] = None,
@@ -92,6 +78,7 @@ class Session:
         self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
         self.preset_digest: Optional[str] = None  # schema.digest of the preset the plan was made from
         self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
+        self._provenance: Optional[provenance.Collection] = None  # collecting, once the job has started
         self._changes: Optional[ProcessChanges] = None  # while applied: what it changed, its group and recorder
         self._masking_logs = False  # holds outbound.MaskedLogs while applied
         self.preflight_always = False  # measure even a lone process with no floor (bootstrap doctor --preflight)
@@ -114,7 +101,11 @@ class Session:
         """The report so far as flat ``bootstrap/...`` keys, masked: what every tracker integration logs."""
         from bootstrap.core import flat
 
-        return flat.flat(self.report) if self.report is not None else {}
+        if self.report is None:
+            return {}
+        if self._provenance is not None:  # a tracker's run gets the commit: wait for it, bounded
+            self.report.provenance, self.report.timings.provenance_s = self._provenance_so_far(wait=True)
+        return flat.flat(self.report)
 
     def __enter__(self) -> "Session":
         return self.apply()
@@ -176,7 +167,7 @@ class Session:
         preset that sets no variable, which the lint does not judge (and whose job loads no variable table)."""
         return lint.machine_from(found, platform.machine(), versions.openmp_runtimes) if self.preset.vars else None
 
-    @_naming_preset
+    @naming_preset
     def preview(self) -> Report:
         """The report ``apply()`` would write, worked out without changing the process (``bootstrap doctor``).
 
@@ -190,10 +181,10 @@ class Session:
         machine, took = self._machine(found), time.perf_counter() - started
         return report.build(self._job(), plan, self.device, found, checks, None, warnings, took, JobStatus.PREVIEW,
                             lint.for_preset(self.preset, machine), preflight=preflight.expected(self.preset),
-                            machine=machine)
+                            machine=machine, provenance=provenance.previewed())
 
     # -- applying ----------------------------------------------------------------------------
-    @_naming_preset
+    @naming_preset
     def apply(self) -> "Session":
         """Apply the preset to this process; on any failure, put it back and raise."""
         holds = not self._masking_logs  # applied already: push refuses, and the hold it has stays its own
@@ -216,7 +207,7 @@ class Session:
     def _apply(self) -> None:
         started, warnings = time.perf_counter(), list[str]()
         started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
-        self.report = None  # this start's (a session may be applied again)
+        self.report, self._provenance = None, None  # this start's (a session may be applied again)
         plan = self._make_plan(os.environ, warnings)
         refused = verdict.before_apply(self.preset, plan, os.environ)  # the doctor's verdict too
         if refused:  # the lint's stops and values torch would refuse: nothing is applied yet
@@ -289,6 +280,9 @@ class Session:
             record = self._record(plan, found, checks, applied, warnings, started, lint=findings,  # unwritable: fails
                                   started_ns=started_ns, agreed=agreed, checked=checked)
             log.info("bootstrap\n%s", report.format_table(record))
+            if self.preset.provenance.enabled:  # now: the job has started, and bootstrap_s is measured
+                self._provenance = provenance.Collection(provenance.app_directory(), self.output_dir,
+                                                         self.preset.provenance.seconds, self.rank, self.world_size)
         except BaseException as error:
             teardown = self._undo()
             if teardown is not None and self.report is not None:  # refused once the group existed (the preflight)
@@ -325,7 +319,7 @@ class Session:
         """This start's report so far (``agreed``: the ranks' comparison, ``checked``: the preflight), written."""
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
                                    time.perf_counter() - started, status, lint, started_ns, agreed, checked,
-                                   self._machine(found))
+                                   self._machine(found), self._provenance_so_far()[0])
         return self._end(JobEnd(status, error=self.named(error)))
 
     # -- closing -----------------------------------------------------------------------------
@@ -350,7 +344,12 @@ class Session:
             finally:  # also when Ctrl-C comes while the dumps are gathered
                 job_end.teardown = self._undo()
                 if self.report is not None:  # whatever the task returned, the record ends
+                    job_end.provenance, job_end.provenance_s = self._provenance_so_far(wait=True)
                     self._end(job_end)
+
+    def _provenance_so_far(self, wait: bool = False) -> Tuple[records.Provenance, Optional[float]]:
+        """The job's provenance: collected (``wait``: up to env.provenance.seconds for it), still collecting, or off."""
+        return provenance.so_far(self._provenance, self.preset.provenance.enabled, wait)
 
     def _failure(self, job_end: JobEnd) -> None:
         """On a failure under a group: the dumps, and which rank failed first (the error becomes the failing

@@ -32,12 +32,45 @@ from bootstrap.distributed.ranks import Ranks, ranks_text
 from bootstrap.doors import outbound, records
 from bootstrap.doors.lean import lean_dataclass
 
-__all__ = ["DUMP_PREFIX", "Diagnosis", "diagnose", "diagnose_dir", "findings"]
+__all__ = ["DUMP_PREFIX", "Diagnosis", "Lane", "Timeline", "diagnose", "diagnose_dir", "findings"]
 
 MAX_LISTED = 100  # stale and unreadable names kept in the report; the notes give the count
 MAX_NOTED = 10  # lines of each kind of note
 MAX_MISMATCHES = 10  # collectives named per group, as torch's analyser (its mismatch_cap)
 MAX_SIDES = 6  # ways of disagreeing shown for one collective
+MAX_LANES = 40  # rows of the timeline (``bootstrap hang --plot``), whatever the world's size
+
+
+@lean_dataclass(frozen=True)
+class Lane:
+    """One row of the hang's timeline: the ranks of one process group (or of equally named groups, such as
+    every ``tp`` group of a mesh) that are in the same state. Sequence numbers are the group's own."""
+
+    group: str  # the group's description (default_pg, tp), or "group <name>" when it has none
+    ranks: str  # as ranges: "ranks 2-9999"
+    count: int
+    completed: int  # the last collective every rank of the group entered, and agreed on (0: none)
+    completed_op: str  # its operation ("" when none)
+    entered: int  # the newest collective these ranks entered: ``completed``, or further on
+    waiting_op: str  # their operation in collective completed + 1, which they entered ("" when they did not)
+    waited_s: Optional[float] = None  # how long the lane's lowest rank had waited in it when it dumped
+
+    @property
+    def waiting(self) -> Optional[int]:
+        """The collective these ranks wait in (entered, not entered or not agreed on by every rank); None: they
+        are in none of the group's collectives past the last in common (stuck elsewhere, or done)."""
+        return self.completed + 1 if self.entered > self.completed else None
+
+
+@lean_dataclass(frozen=True)
+class Timeline:
+    """The timeline's rows, at most :data:`MAX_LANES`: the groups whose ranks diverge first, and in each
+    the ranks furthest behind first; the rest are counted (``more``) and named as ranges (``more_ranks``)."""
+
+    lanes: List[Lane]
+    diverged: List[str] = field(default_factory=list)  # the groups whose ranks are not all in one state
+    more: int = 0
+    more_ranks: str = ""
 
 
 @lean_dataclass
@@ -53,6 +86,7 @@ class Diagnosis:
     unreadable: List[str] = field(default_factory=list)  # "name: reason"
     notes: List[str] = field(default_factory=list)  # what was not analysed, and why
     run_started_ns: Optional[int] = None  # the run's start the dumps were judged by; None: unknown
+    timeline: Optional[Timeline] = None  # made only when asked (``bootstrap hang --plot``)
 
     @property
     def hang(self) -> Optional[str]:
@@ -187,13 +221,67 @@ def _mismatches(name: str, group: _Group) -> List[str]:
     return lines
 
 
+def _lane_states(name: str, group: _Group, into: Dict[tuple, List[int]], first: Dict[tuple, Tuple[int, str]]) -> bool:
+    """Add each rank of ``group`` to the list of its state in ``into`` (``first``: the state's lowest rank seen
+    and its group's name). Returns whether the group's ranks are in more than one state."""
+    label = _label(name, group)
+    common = min(group.last.values())
+    disagreed = [seq for seq, sides in group.sides.items() if len(sides) > 1 and seq <= common]
+    completed = min(disagreed) - 1 if disagreed else common  # a collective the ranks disagree on never completes
+    completed_op = group.first[completed][1].op if completed in group.first else ""
+    next_ops: Dict[int, str] = {}  # rank -> its operation in collective completed + 1
+    for entry, ranks in group.sides.get(completed + 1, {}).values():
+        for rank in ranks:
+            next_ops[rank] = entry.op
+    states = set()
+    for rank, last in group.last.items():
+        state = (label, completed, completed_op, last, next_ops.get(rank, "") if last > completed else "")
+        states.add(state)
+        into.setdefault(state, []).append(rank)
+        if state not in first or rank < first[state][0]:
+            first[state] = (rank, name)
+    return len(states) > 1 or bool(disagreed)
+
+
+def _waited_in(dump: Dump, group: str, seq: int) -> Optional[float]:
+    for entry in reversed(dump.entries):
+        if entry.group == group and entry.seq == seq and not entry.is_p2p:
+            return _waited(dump, entry)
+    return None
+
+
+def _timeline(folded: Dict[str, _Group], by_rank: Dict[int, Dump]) -> Timeline:
+    """Every rank's state in each group, the ranks of one state folded into one lane: linear in the groups'
+    members, and at most :data:`MAX_LANES` lanes whatever the world's size."""
+    states: Dict[tuple, List[int]] = {}
+    first: Dict[tuple, Tuple[int, str]] = {}
+    diverged = {_label(name, folded[name]) for name in sorted(folded)
+                if _lane_states(name, folded[name], states, first)}
+    # diverging groups first; in each, the ranks furthest behind first (the likely culprits), then by operation
+    order = sorted(states, key=lambda s: (s[0] not in diverged, s[0], s[3], s[4], first[s][0]))
+    lanes = []
+    for state in order[:MAX_LANES]:
+        label, completed, completed_op, entered, waiting_op = state
+        ranks = Ranks.of(states[state])
+        lowest, name = first[state]
+        waited = _waited_in(by_rank[lowest], name, completed + 1) if waiting_op and lowest in by_rank else None
+        lanes.append(Lane(group=_line(label), ranks=ranks.text(), count=len(ranks), completed=completed,
+                          completed_op=_line(completed_op), entered=entered, waiting_op=_line(waiting_op),
+                          waited_s=waited))
+    rest = order[MAX_LANES:]
+    more_ranks = Ranks.of(rank for state in rest for rank in states[state]).text() if rest else ""
+    return Timeline(lanes=lanes, diverged=[_line(label) for label in sorted(diverged)], more=len(rest),
+                    more_ranks=more_ranks)
+
+
 def _capped(lines: List[str], kind: str) -> List[str]:
     return lines[:MAX_NOTED] + ([f"and {len(lines) - MAX_NOTED} more {kind}"] if len(lines) > MAX_NOTED else [])
 
 
-def diagnose(found: Iterable[Dump], world_size: Optional[int] = None) -> Diagnosis:
+def diagnose(found: Iterable[Dump], world_size: Optional[int] = None, timeline: bool = False) -> Diagnosis:
     """Compare this run's dumps, process group by process group. ``world_size``: the job's, when
-    known (the recorder's); else the largest a dump claims and is believed."""
+    known (the recorder's); else the largest a dump claims and is believed. ``timeline``: also fold every
+    rank's state into the timeline's lanes (:class:`Timeline`)."""
     by_rank = {dump.rank: dump for dump in sorted(found, key=lambda d: d.rank)}
     claims = [d.world_size for d in by_rank.values() if d.world_size is not None]
     world_size = world_size or max(claims, default=None)
@@ -216,17 +304,19 @@ def diagnose(found: Iterable[Dump], world_size: Optional[int] = None) -> Diagnos
     result.groups = [_line(text) for text in groups]
     remarks = [f"{dump.name}: {remark}" for dump in by_rank.values() for remark in dump.remarks]
     result.notes = [_line(text) for text in _capped(remarks, "remarks")]
+    if timeline:
+        result.timeline = _timeline(folded, by_rank)
     return result
 
 
 # -- a run directory ----------------------------------------------------------------------------
-def diagnose_dir(run_dir: Path, since_ns: Optional[int] = None,
-                 world_size: Optional[int] = None) -> Tuple[Diagnosis, Dict[int, Path]]:
+def diagnose_dir(run_dir: Path, since_ns: Optional[int] = None, world_size: Optional[int] = None,
+                 timeline: bool = False) -> Tuple[Diagnosis, Dict[int, Path]]:
     """The diagnosis of the dumps in ``run_dir`` made at or after ``since_ns`` (None: every dump),
-    and where this run's dumps are."""
+    and where this run's dumps are (``timeline``: with the timeline's lanes)."""
     run_dir = Path(run_dir)
     scanned = dumps.scan(run_dir, since_ns)
-    result = diagnose(scanned.current, world_size)
+    result = diagnose(scanned.current, world_size, timeline)
     result.run_started_ns = since_ns
     result.stale = [_line(name) for name in scanned.stale]
     result.unreadable = [_line(reason) for reason in scanned.unreadable]

@@ -1,5 +1,10 @@
 """The one exception type users see from the bootstrap."""
 
+from functools import wraps
+from typing import Any, Callable, TypeVar
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
 # Stands for the preset's key in a message (``env``, or wherever the app put its preset): a message is written
 # before the job's key is known, and BootstrapError.under / Session.named put the job's own key in its place.
 PRESET_KEY = "\0preset key\0"
@@ -19,6 +24,20 @@ class BootstrapError(Exception):
         """This error, its message naming the preset as ``key``."""
         self.args = tuple(arg.replace(PRESET_KEY, key) if isinstance(arg, str) else arg for arg in self.args)
         return self
+
+
+def naming_preset(method: _Method) -> _Method:
+    """A method of an object with a ``key`` (a Session): the boundary where an error's message names the
+    preset as that object does (``under``), once."""
+    @wraps(method)
+    def named(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except BootstrapError as error:
+            error.under(self.key)
+            raise
+
+    return named  # type: ignore[return-value]  # with method's signature (functools.wraps)
 
 
 class ConfigError(BootstrapError):

@@ -74,6 +74,16 @@ def _current() -> Dict[str, Any]:
     return {"$schema": DIALECT, "title": "bootstrap.json", **report, "$defs": definitions}
 
 
+def _schema_3(newer: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 3 had no provenance: no ``provenance`` section, no ``timings.provenance_s``."""
+    older = copy.deepcopy(newer)
+    del older["properties"]["provenance"]
+    del older["$defs"]["Timings"]["properties"]["provenance_s"]
+    for name in ("Provenance", "Git"):
+        del older["$defs"][name]
+    return older
+
+
 def _schema_2(newer: Dict[str, Any]) -> Dict[str, Any]:
     """Version 2 had no preflight check: no ``preflight`` section, no ``timings.preflight_s``, and its
     ``distributed.hang`` was the flight recorder's findings as an object of the same fields, unchecked."""
@@ -105,8 +115,8 @@ def _schema_1(newer: Dict[str, Any]) -> Dict[str, Any]:
     return older
 
 
-# schema_version -> what brings the next version's schema to this one (the inverse of records.UPGRADES)
-OLDER: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {2: _schema_2, 1: _schema_1}
+# schema_version -> what brings the next version's schema to this one (the inverse of upgrades.UPGRADES)
+OLDER: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {3: _schema_3, 2: _schema_2, 1: _schema_1}
 
 
 def report_schema(version: int = records.SCHEMA_VERSION) -> Dict[str, Any]:
@@ -121,6 +131,6 @@ def report_schema(version: int = records.SCHEMA_VERSION) -> Dict[str, Any]:
 
 
 def text(version: int = records.SCHEMA_VERSION) -> str:
-    """The schema as the file ``bootstrap/bootstrap.schema.json`` holds it (version 3) and ``bootstrap schema``
+    """The schema as the file ``bootstrap/bootstrap.schema.json`` holds it (version 4) and ``bootstrap schema``
     prints it."""
     return json.dumps(report_schema(version), indent=2) + "\n"

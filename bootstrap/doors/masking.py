@@ -168,3 +168,22 @@ def masked_text(text: Any, overrides: Iterable[str] = ()) -> str:
             if len(inner) >= 4:
                 text = text.replace(inner, MASK)
     return "\n".join(masked_line(line) for line in text.split("\n"))
+
+
+# One line of source or configuration that assigns to a name: `api_key = "x"`, `export HF_TOKEN=x`,
+# `"password": "x",`, `WANDB_API_KEY: x` (a diff's +/- first).
+_ASSIGNMENT = re.compile(r"""^(?P<head>[-+ ]?\s*(?:export\s+)?["']?(?P<name>[A-Za-z_][\w.-]*)["']?\s*(?::=|=|:)\s*)"""
+                         r"""(?P<value>\S.*?)\s*$""")
+
+
+def masked_source(text: Any) -> str:
+    """Source text (a git diff, a file of settings): the value of each line's assignment to a name that says
+    it holds a credential masked (``api_key = "x"`` -> ``api_key = ***``; ``tokenizer = x`` is kept), and
+    credentials everywhere (:func:`mask_credentials`)."""
+    lines = []
+    for line in str(text).split("\n"):
+        found = _ASSIGNMENT.match(line) if "=" in line or ":" in line else None
+        if found and names_a_credential(found.group("name")) and not _REFERENCE.fullmatch(found.group("value")):
+            line = found.group("head") + MASK
+        lines.append(mask_credentials(line))
+    return "\n".join(lines)

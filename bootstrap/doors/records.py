@@ -10,7 +10,8 @@ written; :meth:`Report.from_json` reads it back strictly:
   from 0 to 2**53, metrics finite floats, any other whole number within 64 bits;
 - an absent field takes its default, so reports written before a field existed still read;
   a key this version does not know is ignored, so reports of a later version read too;
-- a report of an older ``schema_version`` is first brought to today's shape (:data:`UPGRADES`): every report
+- a report of an older ``schema_version`` is first brought to today's shape
+  (:data:`bootstrap.doors.upgrades.UPGRADES`): every report
   this package has written reads (``tests/data/reports`` keeps a real one of each version).
 
 :func:`read_report` reads a file through :mod:`bootstrap.doors.inbound` (bounded size, strict JSON,
@@ -33,6 +34,7 @@ from bootstrap.doors.statuses import (
     GroupState,
     JobStatus,
     PreflightStatus,
+    ProvenanceStatus,
     Teardown,
 )
 from bootstrap.doors.torch_settings import SETTINGS
@@ -40,10 +42,11 @@ from bootstrap.doors.typed import Count
 from bootstrap.doors.typed import Section as _Section
 from bootstrap.doors.typed import section as _section
 from bootstrap.doors.typed import when_set as _when_set
+from bootstrap.doors.upgrades import upgraded
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # What each version added that an earlier report cannot show: what `bootstrap diff` leaves out between versions.
-ADDED_IN = {2: ("the lint", "node_rank", "global_seed"), 3: ("the preflight check",)}
+ADDED_IN = {2: ("the lint", "node_rank", "global_seed"), 3: ("the preflight check",), 4: ("the provenance",)}
 REPORT_NAME = "bootstrap.json"
 
 
@@ -306,7 +309,40 @@ class Timings(_Section):
 
     bootstrap_s: Optional[float] = None  # the bootstrap's own time at job start, the preflight's apart
     preflight_s: Optional[float] = _when_set()  # the preflight check's (preflight.seconds)
+    provenance_s: Optional[float] = _when_set()  # collecting the provenance, in a thread after the start
     started_ns: Optional[int] = None  # time.time_ns() when the job's bootstrap started; null in a preview
+
+
+@_section
+class Git(_Section):
+    """``provenance.git``: the app's own repository when the job started (docs/report.md#provenance)."""
+
+    root: str  # the repository's top directory
+    commit: Optional[str] = None  # null: a repository with no commit yet
+    branch: Optional[str] = None  # null: a detached HEAD
+    dirty: bool = False  # tracked files differ from the commit (staged or not); untracked files are counted apart
+    diff_digest: Optional[str] = None  # sha256 of `git diff HEAD`, whole; null when clean
+    diff_bytes: Count = 0  # the size of `git diff HEAD`
+    diff_file: Optional[str] = None  # git.diff in the job's directory (masked), when dirty
+    diff_cut: bool = _when_set(False)  # git.diff holds only the diff's first MAX_DIFF_BYTES, and says so
+    untracked: Count = 0  # untracked files (not ignored)
+    untracked_digest: Optional[str] = None  # sha256 of their sorted names; null when none
+
+
+@_section
+class Provenance(_Section):
+    """``provenance``: where the job came from: the code, the packages, the host, the container, the driver."""
+
+    status: ProvenanceStatus
+    host: Optional[str] = None  # the host's name: in every report, also with provenance off
+    git: Optional[Git] = None
+    git_missing: Optional[str] = None  # why there is no `git`: no git on PATH, not a repository, timed out
+    packages: Optional[Count] = None  # installed distributions
+    packages_digest: Optional[str] = None  # sha256 of packages.txt's lines (name==version, sorted)
+    packages_file: Optional[str] = None  # packages.txt in the job's directory
+    container: Optional[str] = None  # kubernetes | apptainer | podman | docker, from their documented markers
+    gpu_driver: Optional[str] = None  # the NVIDIA driver's version, where one is loaded
+    reused: bool = _when_set(False)  # collected once per process: an earlier job of this sweep collected it
 
 
 @_section
@@ -339,6 +375,7 @@ class Report(_Section):
     distributed: Distributed = field(default_factory=Distributed)
     seed: Seed = field(default_factory=Seed)
     preflight: Optional[Preflight] = None  # null in a preview and in a report written before the check existed
+    provenance: Optional[Provenance] = None  # null in a report written before schema 4
     warnings: List[str] = field(default_factory=list)
     timings: Timings = field(default_factory=Timings)
     job: Job = field(default_factory=Job)
@@ -373,42 +410,6 @@ def report_paths(job_dir: inbound.StrPath) -> List[Path]:
     except OSError:
         return []
     return [Path(job_dir) / name for name in report_names(names)]
-
-
-# -- older schema versions ---------------------------------------------------------------------
-_RESOLVED_TEXT = re.compile(r"(?P<source>.+?) -> (?P<preset>.+?)(?: \((?P<reason>.*)\))?", re.DOTALL)
-
-
-def _from_schema_1(data: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 1 wrote ``resolved`` as the text ``auto -> cpu_debug (no CUDA device)``, a section it had not
-    filled as ``null`` (``threads`` of a job whose checks failed), and the group's end in ``process_group``
-    (``destroyed``), where version 2 has ``teardown``."""
-    data = {key: value for key, value in data.items() if not (value is None and key in _SECTIONS)}
-    resolved = data.get("resolved")
-    if isinstance(resolved, str):
-        match = _RESOLVED_TEXT.fullmatch(resolved)
-        data["resolved"] = {"from": match["source"], "preset": match["preset"], "reason": match["reason"] or ""} \
-            if match else {"from": "auto", "preset": resolved, "reason": ""}
-    distributed = data.get("distributed")
-    if isinstance(distributed, dict) and distributed.get("process_group") == "destroyed":
-        data["distributed"] = {**distributed, "process_group": "created", "teardown": "destroyed"}
-    return data
-
-
-# schema_version -> what brings a report of that version one version up; applied in turn, oldest first.
-UPGRADES = {1: _from_schema_1, 2: lambda data: data}  # 3 added the preflight section (absent before)
-_SECTIONS = frozenset(("found", "threads", "torch", "distributed", "seed", "timings", "job"))
-
-
-def upgraded(data: Any) -> Any:
-    """Parsed JSON of any schema version this package has written, in today's shape; its ``schema_version``
-    stays the one it was written with. Anything else comes back as it is: the typed reader says what is wrong."""
-    if type(data) is not dict:
-        return data
-    version = data.get("schema_version")
-    while type(version) is int and version in UPGRADES:
-        data, version = UPGRADES[version](data), version + 1
-    return data
 
 
 def read_report(path: inbound.StrPath) -> Report:

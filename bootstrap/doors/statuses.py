@@ -67,3 +67,13 @@ class ComputeVerdict(TextEnum):
     NOT_FINITE = "not_finite"
     WRONG = "wrong"
     NOT_RUN = "not_run"
+
+
+class ProvenanceStatus(TextEnum):
+    """``provenance.status``: whether the job's provenance (git, packages, container, driver) was collected."""
+
+    COLLECTED = "collected"
+    OFF = "off"  # env.provenance.enabled=false: only the host is recorded
+    UNFINISHED = "unfinished"  # still being collected when the job ended (bounded by env.provenance.seconds)
+    FAILED = "failed"  # collecting it raised: the log says why; only the host is recorded
+    PREVIEW = "preview"  # bootstrap doctor: nothing collected

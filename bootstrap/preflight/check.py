@@ -59,6 +59,11 @@ def run(request: Request) -> records.Preflight:
                      request.network, extra, request.key)
     _summarise(record, world, own, findings)
     record.note = "; ".join(notes).replace(PRESET_KEY, request.key) or None
+    if request.picture is not None and findings:
+        from bootstrap.preflight import picture  # loaded only when there is something to draw
+
+        if picture.wanted(findings):
+            picture.draw(picture.picture(world, findings, request), request.picture)
     if request.device.startswith("cuda"):
         import torch
 

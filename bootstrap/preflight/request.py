@@ -21,6 +21,7 @@ class Floors:
 
 
 PREFIX = "hydra_train_bootstrap/preflight"
+PICTURE = "preflight.png"  # rank 0 draws every rank's figures there, in the job's directory, when the check finds
 
 
 @lean_dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Request:
     key: str = "env"  # the preset's key in messages
     always: bool = False  # measure even a single process with no floor (bootstrap doctor --preflight)
     note: Optional[str] = None  # what the caller left out, for the record (floors meant for another device)
+    picture: Optional[Path] = None  # where to draw every rank's figures when the check finds something; None: nowhere
 
     @property
     def has_floor(self) -> bool:

@@ -50,8 +50,8 @@ def note(environments: Sequence[Tuple[str, Mapping[str, str]]]) -> str:
     found = differing([(job, environment) for job, environment in environments if environment])
     if not found:
         return ""
-    lines = ["\nJobs ran in different environments (versions, hardware or inherited variables; not their "
-             "overrides), so their numbers may not compare:"]
+    lines = ["\nJobs ran in different environments (versions, hardware, inherited variables, code or packages; not "
+             "their overrides), so their numbers may not compare:"]
     for key, holders in list(found.items())[:MAX_KEYS]:
         parts = [f"{_value(value)} in {_jobs(jobs)}" for value, jobs in list(holders.items())[:MAX_VALUES]]
         if len(holders) > MAX_VALUES:

@@ -9,8 +9,7 @@ import math
 from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
-from bootstrap.sweep.read import Row
-from bootstrap.sweep.tables import job_order
+from bootstrap.sweep.read import Row, job_order
 
 # The objective when none is set: train_stub's throughput (higher is better), else a
 # task's returned number, which sweepers such as Optuna minimise by default (a loss).

@@ -20,7 +20,7 @@ import gc
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from bootstrap.core import facts
 from bootstrap.core.report import JobStatus
@@ -29,7 +29,7 @@ from bootstrap.doors.inbound import Unreadable
 from bootstrap.doors.masking import masked_line, masked_override
 from bootstrap.doors.records import Report
 from bootstrap.doors.textenum import TextEnum
-from bootstrap.sweep import walk
+from bootstrap.sweep import sweepers, walk
 
 
 class RowStatus(TextEnum):
@@ -63,6 +63,7 @@ class Row:
     preflight: str = ""  # the preflight check's status (ok | slow | faulty | skipped); "" in a report without one
     slowest_tflops: Optional[float] = None  # the slowest rank's matmul TFLOP/s, where the check measured
     environment: Dict[str, str] = field(default_factory=dict, compare=False)  # rank 0's (facts.environment)
+    override_list: Optional[Tuple[str, ...]] = None  # each override, masked, as typed; None: not known
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,15 @@ def _overrides_in(job_dir: str) -> Tuple[Optional[List[str]], str]:
         return None, f".hydra/{error}"
 
 
-def _joined(overrides: Sequence[str]) -> str:
-    return " ".join(masked_override(o) for o in overrides)
+def job_order(job: str) -> Tuple[int, int, str]:
+    """Job numbers in numeric order, then any other name."""
+    if job.isascii() and job.isdigit() and len(job) < 19:
+        return (0, int(job), "")
+    return (1, 0, job)
+
+
+def _masked(overrides: Sequence[str]) -> Tuple[str, ...]:
+    return tuple(masked_override(o) for o in overrides)
 
 
 def _status(report: Report) -> str:
@@ -106,12 +114,14 @@ def row_from_reports(job_dir: "os.PathLike[str] | str", reports: List[Report],
                      overrides: Optional[List[str]] = None) -> Row:
     """One row per job; with several ranks, rank 0's numbers and the worst rank's status."""
     first = reports[0]
+    shown = _masked(first.overrides if first.overrides or overrides is None else overrides)
     status = _status(first) if len(reports) == 1 else min((_status(r) for r in reports), key=_severity)
     if status == RowStatus.COMPLETED and not first.checks_ok:
         status = RowStatus.COMPLETED_CHECK_FAILED
     return Row(
         job=str(first.job.num) if first.job.num is not None else masked_line(os.path.basename(job_dir)),
-        overrides=_joined(first.overrides if first.overrides or overrides is None else overrides),
+        overrides=" ".join(shown),
+        override_list=shown,
         status=masked_line(status),
         intra_op=first.threads.intra_op,
         inter_op=first.threads.inter_op,
@@ -124,7 +134,9 @@ def row_from_reports(job_dir: "os.PathLike[str] | str", reports: List[Report],
 
 def _bare_row(job_dir: str, overrides: Optional[List[str]], status: str, reason: str) -> Row:
     """A job without a readable report: its directory's name and Hydra's record, never metrics."""
-    return Row(masked_line(os.path.basename(job_dir)), _joined(overrides or []), status, None, None, reason=reason)
+    shown = _masked(overrides) if overrides is not None else None
+    return Row(masked_line(os.path.basename(job_dir)), " ".join(shown or ()), status, None, None, reason=reason,
+               override_list=shown)
 
 
 def _read(job_dir: str, names: Sequence[str]) -> Tuple[Optional[List[str]], List[Report], Row]:
@@ -169,6 +181,18 @@ def no_cycle_collection() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def sweepers_directions(job_dirs: Iterable[Path]) -> Optional[Tuple[str, ...]]:
+    """The sweeper's own direction per objective (Optuna's ``direction``...), from the first readable
+    ``.hydra/hydra.yaml`` of ``job_dirs``: every job of a sweep records the same sweeper. Never shown."""
+    for job_dir in job_dirs:
+        try:
+            hydra_cfg = inbound.read_yaml_mapping(Path(job_dir) / ".hydra" / "hydra.yaml").get("hydra")
+        except Unreadable:
+            continue
+        return sweepers.directions(hydra_cfg.get("sweeper")) if isinstance(hydra_cfg, dict) else None
+    return None
 
 
 def jobs(sweep_dir: Path) -> Tuple[List[Job], int]:

@@ -1,21 +1,26 @@
-"""The sweep summary's markdown page: the table (:mod:`bootstrap.sweep.tables`), then why unreadable jobs were
-never ranked, why no job is best, what differs between the jobs' environments
-(:mod:`bootstrap.sweep.environments`) and how many jobs of an earlier sweep were left out. Pure.
+"""The sweep summary's markdown page: the overrides every job shared (:mod:`bootstrap.sweep.swept`), the table
+(:mod:`bootstrap.sweep.tables`) and its picture, then why unreadable jobs were never ranked, why no job is best,
+what differs between the jobs' environments (:mod:`bootstrap.sweep.environments`) and how many jobs of an earlier
+sweep were left out. Pure.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional, Sequence, Tuple
 
 from bootstrap.doors import outbound
 from bootstrap.doors.masking import masked_line
-from bootstrap.sweep import environments
-from bootstrap.sweep.read import Row
-from bootstrap.sweep.tables import job_order, to_markdown
+from bootstrap.sweep import environments, swept
+from bootstrap.sweep.read import Row, job_order
+from bootstrap.sweep.swept import Layout
+from bootstrap.sweep.tables import CSV_NAME, MAX_CELL, to_markdown
 from bootstrap.sweep.walk import MULTIRUN_NAME
 
 MAX_REASONS = 20  # unreadable jobs named under the table; the rest are counted
+MAX_SHARED = 32  # shared overrides shown above the table; the rest are counted (every job's are in the CSV)
+MAX_NAMES = 12  # metric names listed where the objective is none of them
 
 
 def one_line(text: object) -> str:
@@ -33,6 +38,35 @@ def no_best_note(rows: Sequence[Row], objective: Optional[str], directions: Opti
 
 
 
+def code(text: str) -> str:
+    """``text`` as one markdown code span, whatever backticks it holds."""
+    fence = "`" * (1 + max((len(run) for run in re.findall("`+", text)), default=0))
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def shared_line(layout: Layout, jobs: int) -> str:
+    """The overrides every job gave alike, once, above the table; '' when none."""
+    if not layout.shared:
+        return ""
+    shown = [outbound.cut(one_line(o), MAX_CELL) for o in layout.shared[:MAX_SHARED]]
+    more = len(layout.shared) - len(shown)
+    whose = "all jobs" if layout.compared == jobs else f"all {layout.compared} jobs whose overrides could be read"
+    tail = f" and {more} more (each job's overrides are in {CSV_NAME})" if more else ""
+    return f"Shared by {whose}: {code(' '.join(shown))}{tail}\n\n"
+
+
+def no_objective_note(rows: Sequence[Row], chosen: Optional[Tuple[str, str]]) -> str:
+    """Why no job is best when no job reported the objective, with the metrics they did report; or ''."""
+    if chosen is None or any(chosen[0] in row.metrics for row in rows):
+        return ""
+    reported = list(dict.fromkeys(name for row in sorted(rows, key=lambda r: job_order(r.job)) for name in row.metrics))
+    named = ", ".join(outbound.cut(one_line(masked_line(n)), MAX_CELL) for n in reported[:MAX_NAMES])
+    more = f" and {len(reported) - MAX_NAMES} more" if len(reported) > MAX_NAMES else ""
+    return (f"\nNo job reported the objective {code(one_line(masked_line(chosen[0])))}, so none is best. "
+            + (f"The jobs reported: {named}{more}.\n" if reported else "The jobs reported no metric.\n"))
+
+
 def _reasons(rows: Sequence[Row]) -> str:
     """The unreadable jobs and why, under the table: never ranked, so say what is wrong with them."""
     unreadable = sorted((row for row in rows if row.reason), key=lambda r: job_order(r.job))
@@ -47,12 +81,17 @@ def _reasons(rows: Sequence[Row]) -> str:
 
 
 def markdown(rows: Sequence[Row], sweep_dir: Path, older: int, chosen: Optional[Tuple[str, str]],
-             objective: Optional[str], directions: Optional[Sequence[str]]) -> str:
+             objective: Optional[str], directions: Optional[Sequence[str]], layout: Optional[Layout] = None,
+             picture: str = "") -> str:
     """The page for ``rows`` in rank order; ``chosen``: the objective ranked by and its direction
-    (:func:`bootstrap.sweep.rank.objective_for`), ``objective`` and ``directions`` as asked."""
+    (:func:`bootstrap.sweep.rank.objective_for`), ``objective`` and ``directions`` as asked; ``layout``: what the
+    jobs shared and varied (:func:`bootstrap.sweep.swept.split`); ``picture``: the lines that show the picture,
+    or say why there is none, under the table."""
     if rows:
-        page = to_markdown(list(rows), chosen[0] if chosen else None) + _reasons(rows) + \
-            no_best_note(rows, objective, directions)
+        layout = swept.split(rows) if layout is None else layout
+        page = shared_line(layout, len(rows)) + to_markdown(list(rows), chosen[0] if chosen else None, layout) + \
+            (f"\n{picture}\n" if picture else "") + _reasons(rows) + no_best_note(rows, objective, directions) + \
+            no_objective_note(rows, chosen)
         page += environments.note([(r.job, r.environment) for r in sorted(rows, key=lambda r: job_order(r.job))])
     else:
         page = f"No job of this sweep left a directory in {sweep_dir}: nothing to compare.\n"

@@ -60,21 +60,6 @@ class TuneError(Exception):
     """The sweep cannot give a preset; the message says why and what to do."""
 
 
-def _sweepers_directions(jobs: List[Job]) -> Optional[tuple]:
-    """The sweeper's own direction (Optuna's ``direction``...), from the first job's ``.hydra/hydra.yaml``:
-    every job of a sweep records the same sweeper."""
-    from bootstrap.doors import inbound
-    from bootstrap.sweep.sweepers import directions
-
-    for job in jobs:
-        try:
-            hydra_cfg = inbound.read_yaml_mapping(job.directory / ".hydra" / "hydra.yaml").get("hydra")
-        except inbound.Unreadable:
-            continue
-        return directions(hydra_cfg.get("sweeper")) if isinstance(hydra_cfg, dict) else None
-    return None
-
-
 def _shown(job: Job) -> str:
     return one_line(" ".join(masked_override(o) for o in job.overrides or [])) or "(no overrides)"
 
@@ -195,7 +180,7 @@ def build(sweep_dir: Path, name: str, objective: Optional[str] = None, mode: Opt
                         "Point tune at a multirun directory, e.g. multirun/2026-12-02/10-00-00.")
     statuses = sorted({j.row.status for j in jobs})
     counts = one_line(", ".join(f"{s}: {sum(j.row.status == s for j in jobs)}" for s in statuses))
-    directions = _sweepers_directions(jobs)
+    directions = read.sweepers_directions(job.directory for job in jobs)
     chosen = rank.objective_for([j.row for j in jobs], objective, mode, directions)
     if chosen is None and objective is None and directions and len(directions) > 1:
         raise TuneError(f"the sweep optimised {len(directions)} objectives ({', '.join(directions)}): no single "

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap.core import presets
+from bootstrap.sweep import plotted, rank, read, swept, walk
 
 from conftest import ROOT, STUB, clean_env
 
@@ -152,8 +153,18 @@ def test_an_optuna_sweep_that_maximises_marks_optunas_best_as_best(tmp_path):
     best_value = yaml.safe_load((sweep / "optimization_results.yaml").read_text())["best_value"]
     values = [json.loads(p.read_text())["job"]["metrics"]["return"] for p in sweep.glob("*/bootstrap.json")]
     assert len(values) == 5 and best_value == max(values) != min(values)
-    best = _best_row((sweep / "sweep_summary.md").read_text())
+    markdown = (sweep / "sweep_summary.md").read_text()
+    best = _best_row(markdown)
     assert f"**{best_value:.4g}**" in best  # the summary's best is Optuna's, not the lowest return
+    # the searched key is a column and a panel of the picture, whose star is Optuna's best trial
+    header = next(line for line in markdown.splitlines() if line.startswith("| job |"))
+    assert header.endswith(" | lr | return | best |")
+    assert "![return against each swept value](sweep_summary.png)" in markdown
+    directions = read.sweepers_directions(Path(job) for job, _ in walk.latest(sweep)[0])
+    rows = rank.rank([read.row_of(job, names) for job, names in walk.latest(sweep)[0]], directions=directions)
+    (panel,) = plotted.panels(rows, swept.split(rows), rank.objective_for(rows, directions=directions))
+    best_lr = yaml.safe_load((sweep / "optimization_results.yaml").read_text())["best_params"]["lr"]
+    assert panel.key == "lr" and len(panel.points) == 5 and panel.best == (pytest.approx(best_lr), best_value)
 
 
 def test_a_multi_objective_optuna_sweep_names_each_return_and_marks_no_single_best(tmp_path):

@@ -28,10 +28,11 @@ def no_numpy(tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    """Two runs to compare, and a directory without dumps, copied from real reports."""
+    """Two runs to compare, a directory without dumps and a sweep, copied from real reports."""
     root = tmp_path_factory.mktemp("runs")
     shutil.copytree(REPORTS / "schema3-preflight", root / "a")
     shutil.copytree(REPORTS / "schema3-preflight-torchrun", root / "b")
+    shutil.copytree(REPORTS / "schema2-auto-sweep", root / "sweep")
     return root
 
 
@@ -43,6 +44,7 @@ def _command(runs: Path) -> dict:
         "hang": ["hang", str(runs / "b")],
         "lint": ["lint"],
         "tune": ["tune", str(runs)],
+        "summary": ["summary", str(runs / "sweep")],
         "schema": ["schema"],
     }
 
@@ -66,6 +68,8 @@ def test_each_installed_command_runs_without_numpy_and_prints_no_numpy_warning(n
         assert json.loads(done.stdout)["title"] == "bootstrap.json"
     if name == "doctor":
         assert done.returncode == 0 and "Variables" in done.stdout
+    if name == "summary":
+        assert done.returncode == 0 and "| **1** |" in done.stdout
 
 
 def test_bootstrap_doctor_and_python_dash_m_are_the_same_command(no_numpy):

@@ -155,3 +155,21 @@ def test_a_sweep_whose_jobs_ran_alike_says_nothing_of_environments(tmp_path):
     assert proc.returncode == 0, proc.stderr
     markdown = (sweep_dir / "sweep_summary.md").read_text()
     assert markdown.count("completed") == 2 and "different environments" not in markdown
+
+
+# In-process, as the unit tests of diff, but --here runs git for this machine's provenance: a process.
+from unit.test_diff import write  # noqa: E402 - the unit tests' report writer
+
+
+def test_here_leaves_out_what_the_runs_own_process_set_and_says_so(tmp_path, diff_here):
+    a = write(tmp_path / "a", overrides=[], vars__PYTORCH_NVML_BASED_CUDA_CHECK={
+        "value": "1", "source": "process", "effective": True, "note": "set by this process"})
+    code, out, err = diff_here(a, "--here", "--json")
+    result = json.loads(out)
+    assert result["left_out"] == ["PYTORCH_NVML_BASED_CUDA_CHECK"], (out, err)
+    assert "PYTORCH_NVML_BASED_CUDA_CHECK" not in json.dumps(result["sections"])
+    code, out, err = diff_here(a, "--here")
+    assert "left out: PYTORCH_NVML_BASED_CUDA_CHECK (set by the run's own process" in out, out + err
+    assert "PYTORCH_NVML_BASED_CUDA_CHECK:" not in out
+    code, out, err = diff_here(a, write(tmp_path / "b"))  # two runs: a fact like any other, nothing left out
+    assert "PYTORCH_NVML_BASED_CUDA_CHECK: 1 (process)" in out and "left out:" not in out, out

@@ -7,12 +7,15 @@ without running code.
 import json
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Optional
+
+import pytest
 
 from bootstrap.distributed import dumps, hang
 
@@ -93,9 +96,16 @@ def assert_dumps_and_diagnosis(run_dir: Path, finding: str, output: str = "") ->
 
 
 # -- real hangs ---------------------------------------------------------------------------------
-def test_a_rank_that_never_enters_a_collective_is_named(tmp_path):
-    run_dir = tmp_path / "run"
-    code, output, took = finish(start(run_dir, f"env.distributed.timeout_s={TIMEOUT_S}"))
+@pytest.fixture(scope="module")
+def skipped(tmp_path_factory):
+    """One real hang, read by more than one test: rank 1 never enters all_reduce #2, and the job ends at its
+    timeout. (run directory, exit status, output, seconds it took)."""
+    run_dir = tmp_path_factory.mktemp("skipped") / "run"
+    return (run_dir, *finish(start(run_dir, f"env.distributed.timeout_s={TIMEOUT_S}")))
+
+
+def test_a_rank_that_never_enters_a_collective_is_named(skipped):
+    run_dir, code, output, took = skipped
     assert code != 0 and took < DEADLINE
     assert_dumps_and_diagnosis(run_dir, SKIPPED, output)
     # Rank 0 failed first and asked for every dump: its own request does not make it re-dump as if asked.
@@ -104,6 +114,39 @@ def test_a_rank_that_never_enters_a_collective_is_named(tmp_path):
     assert first["job"]["status"] == "failed" and SKIPPED in first["job"]["error"]
     root_cause = output.split("Root Cause")[1]  # torchrun's summary names the rank and what the dumps show
     assert "rank 0 failed" in root_cause and SKIPPED in root_cause
+
+
+def test_a_real_hang_s_timeline_shows_who_never_entered_and_who_waits(skipped, tmp_path):
+    run_dir, code, output, _ = skipped
+    assert code != 0, output[-3000:]
+    proc = bootstrap_hang(run_dir, "--plot")
+    picture = run_dir / "hang_timeline.png"
+    assert proc.returncode == 1 and SKIPPED in proc.stdout and proc.stderr == "", proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == f"bootstrap hang: timeline drawn into {picture}"  # one line: where
+    assert picture.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    # Its data: the lanes of this run's diagnosis, as an SVG of the same run keeps every label and bar
+    lanes = hang.diagnose_dir(run_dir, dumps.run_started_ns(run_dir), timeline=True)[0].timeline.lanes
+    # the job's group first, where the ranks diverge (the preflight's own group, all alike, comes after)
+    assert [(lane.group, lane.ranks, lane.completed, lane.completed_op, lane.waiting, lane.waiting_op)
+            for lane in lanes[:2]] == [("default_pg", "rank 1", 1, "all_reduce", None, ""),
+                                       ("default_pg", "rank 0", 1, "all_reduce", 2, "all_reduce")]
+    assert all(lane.group != "default_pg" and lane.waiting is None for lane in lanes[2:])
+    assert TIMEOUT_S - 1 < lanes[1].waited_s < DEADLINE  # rank 0 waited in #2 until the job's timeout
+    svg = tmp_path / "timeline.svg"
+    assert bootstrap_hang(run_dir, f"--plot={svg}").returncode == 1
+    drawn = svg.read_text()
+    texts = re.findall(r"<!-- (.*?) -->", drawn)
+    assert [text for text in texts if text.startswith("default_pg: ")] == ["default_pg: rank 1", "default_pg: rank 0"]
+    assert "#1 all_reduce; never entered #2" in texts
+    assert f"#1 all_reduce; waits in #2 all_reduce, {lanes[1].waited_s:.1f} s" in texts
+    assert all(f'id="{gid}"' in drawn for gid in ("completed-0", "never-0", "completed-1", "waiting-1"))
+    # Without matplotlib: the same answer, and one line on how to get the picture
+    hidden = subprocess.run([sys.executable, "-c", "import sys; sys.modules['matplotlib'] = None; from bootstrap.cli."
+                             "commands import main; sys.exit(main(sys.argv[1:]))", "hang", str(run_dir), "--plot",
+                             str(tmp_path / "none.png")], capture_output=True, text=True, env=clean_env(), timeout=120)
+    assert hidden.returncode == 1 and SKIPPED in hidden.stdout and not (tmp_path / "none.png").exists()
+    assert hidden.stderr == "bootstrap hang: no picture: matplotlib is not installed (pip install " \
+                            "'hydra-train-bootstrap[plot]')\n"
 
 
 def test_sigterm_to_the_job_while_it_hangs(tmp_path):

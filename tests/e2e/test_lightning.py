@@ -214,6 +214,16 @@ def test_ddp_each_rank_completes_and_records_the_frameworks_group(ddp_run, rank,
         "owner": "framework", "backend": "gloo", "world_size": 2, "rank": rank}, report["distributed"]
 
 
+@pytest.mark.parametrize("name, listing", [("bootstrap.json", "packages.txt"),
+                                           ("bootstrap.rank1.json", "packages.rank1.txt")])
+def test_ddp_each_rank_records_where_it_came_from_in_files_of_its_own(ddp_run, name, listing):
+    # rank 0 started as a single process, rank 1 in a world of 2: their files must not overwrite each other's
+    provenance = ddp_run.report(name)["provenance"]
+    assert (provenance["status"], provenance["packages_file"]) == ("collected", listing), provenance
+    listed = ddp_run.file(listing).read_text().splitlines()
+    assert len(listed) == provenance["packages"] and any(line.startswith("lightning==") for line in listed)
+
+
 def test_ddp_rank1_threads_share_the_node(ddp_run):
     expected = max(1, len(os.sched_getaffinity(0)) // 2)
     assert ddp_run.report("bootstrap.rank1.json")["threads"]["intra_op"] == expected

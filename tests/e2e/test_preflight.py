@@ -10,6 +10,7 @@ processes share its core. The margins, and why the machine's noise cannot flip a
 - so a slow rank stays above 3 even when noise also halves rank 0 (9x / 2), and a healthy one stays under.
 """
 import json
+import os
 import re
 import subprocess
 import sys
@@ -17,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from bootstrap.preflight.request import PICTURE
 
 from conftest import STUB, clean_env
 
@@ -27,14 +30,30 @@ MAX_SKEW = 3
 SLOW = "8"  # busy loops on rank 1's core
 
 
-def _torchrun(tmp_path, *overrides, loops="0", rank1_args="", script=APP_DIR / "app.py"):
+def _torchrun(tmp_path, *overrides, loops="0", rank1_args="", script=APP_DIR / "app.py", **env):
     run_dir = tmp_path / "run"
     started = time.monotonic()
     proc = subprocess.run([*TORCHRUN, str(script), f"hydra.run.dir={run_dir}", "env.threads.intra_op=1",
                            f"env.preflight.max_skew={MAX_SKEW}", *overrides], capture_output=True, text=True,
-                          cwd=tmp_path, env=clean_env(BUSY_LOOPS=loops, RANK1_ARGS=rank1_args), timeout=300)
+                          cwd=tmp_path, env=clean_env(BUSY_LOOPS=loops, RANK1_ARGS=rank1_args, **env), timeout=300)
     reports = [json.loads((run_dir / f"bootstrap.rank{rank}.json").read_text()) for rank in (0, 1)]
     return proc, reports, time.monotonic() - started
+
+
+def _drawn(run_dir: Path, output: str) -> bool:
+    """Whether rank 0 drew every rank's figures into the job's directory, and said so once. The drawing process
+    holds the job's stderr until it is done: once the job's output is read to its end, the picture is there."""
+    said = output.count(f"preflight: drawing every rank's figures into {run_dir / PICTURE}")
+    picture = run_dir / PICTURE
+    return said == 1 and picture.exists() and picture.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def _hidden_matplotlib(tmp_path) -> str:
+    """A PYTHONPATH under which every import of matplotlib fails, as where it is not installed."""
+    hide = tmp_path / "no_matplotlib"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text("import sys\nsys.modules['matplotlib'] = None\n")
+    return os.pathsep.join(filter(None, [str(hide), os.environ.get("PYTHONPATH")]))
 
 
 def _slowdown(message: str) -> float:
@@ -55,6 +74,8 @@ def test_a_slow_rank_stops_every_rank_before_training_under_error(tmp_path):
         assert check["slowest"]["rank"] == 1 and finding["message"] in report["job"]["error"]
     # both ranks judged the same gathered figures
     assert reports[0]["preflight"]["findings"] == reports[1]["preflight"]["findings"]
+    # rank 0 drew them, though every rank stopped at once (torchrun stops the ranks left when one ends)
+    assert _drawn(tmp_path / "run", output), output[-3000:]
 
 
 def test_under_warn_the_job_trains_and_both_reports_record_the_slow_rank(tmp_path):
@@ -66,11 +87,13 @@ def test_under_warn_the_job_trains_and_both_reports_record_the_slow_rank(tmp_pat
         (finding,) = report["preflight"]["findings"]
         assert finding["ranks"] == [1] and f"preflight: {finding['message']}" in report["warnings"]
         assert 0 < report["timings"]["preflight_s"] < report["preflight"]["budget_s"]
+    assert _drawn(tmp_path / "run", proc.stdout + proc.stderr)  # drawn while the job trained
 
 
 def test_without_the_busy_loops_the_same_job_passes(tmp_path):
     proc, reports, _ = _torchrun(tmp_path, "env.preflight.mode=error")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert not (tmp_path / "run" / PICTURE).exists()  # nothing found, nothing drawn
     for report in reports:
         check = report["preflight"]
         assert (check["status"], check["findings"]) == ("ok", [])
@@ -83,10 +106,15 @@ def test_without_the_busy_loops_the_same_job_passes(tmp_path):
 
 
 def test_floors_the_cpu_cannot_reach_stop_a_healthy_job_naming_them(tmp_path):
+    # where matplotlib is not installed: the same stop, and one line on how to get the picture
     proc, reports, _ = _torchrun(tmp_path, "env.preflight.mode=error", "env.preflight.min_tflops=1000",
-                                 "env.preflight.min_busbw_gbps=1000")
+                                 "env.preflight.min_busbw_gbps=1000", PYTHONPATH=_hidden_matplotlib(tmp_path))
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "trained with" not in output
+    said = [line for line in output.splitlines() if "matplotlib" in line]  # torchrun's own traceback aside
+    assert len(said) == 1 and said[0].endswith("preflight: no picture: matplotlib is not installed (pip install "
+                                               "'hydra-train-bootstrap[plot]')"), said
+    assert not (tmp_path / "run" / PICTURE).exists() and "drawing every rank's figures" not in output
     kinds = [finding["kind"] for finding in reports[0]["preflight"]["findings"]]
     assert kinds == ["min_tflops", "min_busbw_gbps"]
     assert "under the floor env.preflight.min_busbw_gbps=1000: gloo runs over TCP" in output
@@ -113,6 +141,7 @@ def test_a_lone_process_with_an_unreachable_floor_stops_with_the_floor_named(run
     assert run.returncode == 1 and "Traceback" not in run.output and "step 0" not in run.output
     assert "Error: preflight: rank 0 (" in run.output and "floor env.preflight.min_tflops=1000" in run.output
     assert run.report["preflight"]["findings"][0]["kind"] == "min_tflops"
+    assert _drawn(run.out_dir, run.output)  # one rank against the floor
 
 
 def test_a_lone_cpu_debug_job_skips_the_check(run_stub):

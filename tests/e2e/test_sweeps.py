@@ -70,10 +70,15 @@ def test_each_job_sees_exactly_its_own_settings(tmp_path, launcher):
     assert [r["best"] for r in rows] == ["yes", "", "", ""]  # samples_per_s, higher is better, by default
     assert {r["status"] for r in rows} == {"completed"}
     assert [r["intra_op"] for r in rows] == ["2", "2", "1", "1"]
-    assert list(rows[0])[:7] == ["job", "overrides", "status", "intra_op", "inter_op", "samples_per_s", "final_loss"]
+    assert list(rows[0])[:9] == ["job", "overrides", "status", "intra_op", "inter_op", "env", "env.threads.intra_op",
+                                 "samples_per_s", "final_loss"]  # a column per swept key, beside the metrics
+    assert [(r["env"], r["env.threads.intra_op"]) for r in rows] == [("probe", "2"), ("cpu_debug", "2"),
+                                                                     ("probe", "1"), ("cpu_debug", "1")]
     assert list(rows[0])[-1] == "best"
     markdown = (sweep_dir / "sweep_summary.md").read_text()
     assert markdown.splitlines()[2].startswith("| **") and markdown in proc.stdout  # printed, best in bold
+    assert "![samples_per_s against each swept value](sweep_summary.png)" in markdown  # every launcher draws it
+    assert (sweep_dir / "sweep_summary.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_a_sweep_over_a_variable(tmp_path):

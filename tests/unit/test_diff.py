@@ -3,8 +3,6 @@ import copy
 import json
 import os
 
-import pytest
-
 from bootstrap.cli import diff
 from bootstrap.core.facts import facts
 from bootstrap.doors.records import Report
@@ -28,17 +26,6 @@ def write(directory, name="bootstrap.json", **changes):
     directory.mkdir(parents=True, exist_ok=True)
     (directory / name).write_text(json.dumps(data(**changes)))
     return directory
-
-
-@pytest.fixture
-def diff_here(capsys):
-    def run(*args):
-        capsys.readouterr()
-        code = diff.main([str(arg) for arg in args])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 def test_two_runs_that_differ_in_threads_name_them_grouped_and_exit_1(tmp_path, diff_here):
@@ -171,17 +158,3 @@ def test_the_main_entry_point_knows_the_command():
     from bootstrap.cli.commands import COMMANDS
 
     assert COMMANDS["diff"] == "diff"
-
-
-def test_here_leaves_out_what_the_runs_own_process_set_and_says_so(tmp_path, diff_here):
-    a = write(tmp_path / "a", overrides=[], vars__PYTORCH_NVML_BASED_CUDA_CHECK={
-        "value": "1", "source": "process", "effective": True, "note": "set by this process"})
-    code, out, err = diff_here(a, "--here", "--json")
-    result = json.loads(out)
-    assert result["left_out"] == ["PYTORCH_NVML_BASED_CUDA_CHECK"], (out, err)
-    assert "PYTORCH_NVML_BASED_CUDA_CHECK" not in json.dumps(result["sections"])
-    code, out, err = diff_here(a, "--here")
-    assert "left out: PYTORCH_NVML_BASED_CUDA_CHECK (set by the run's own process" in out, out + err
-    assert "PYTORCH_NVML_BASED_CUDA_CHECK:" not in out
-    code, out, err = diff_here(a, write(tmp_path / "b"))  # two runs: a fact like any other, nothing left out
-    assert "PYTORCH_NVML_BASED_CUDA_CHECK: 1 (process)" in out and "left out:" not in out, out

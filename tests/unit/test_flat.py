@@ -47,15 +47,16 @@ def test_the_documented_keys_hold_the_jobs_values(example):
     assert all(mlflow_accepts(key) and key.startswith("bootstrap/") for key in view)
 
 
-def test_a_section_the_report_gains_appears_with_no_change_and_provenance_sits_at_the_top(example):
+def test_a_section_the_report_gains_appears_with_no_change_and_host_and_commit_sit_at_the_top(example):
     data = {**example, "energy": {"meter": {"joules": 12.5, "source": "rapl"}},
-            "provenance": {"host": "node-7", "git": {"commit": "3f2c1ab", "dirty": False}, "device": "x"}}
+            "provenance": {"status": "collected", "host": "node-7", "git": {"commit": "3f2c1ab", "dirty": False},
+                           "packages": 212}}
     view = flat.view(data)
     assert view["bootstrap/energy/meter/joules"] == 12.5 and view["bootstrap/energy/meter/source"] == "rapl"
     assert view["bootstrap/host"] == "node-7" and view["bootstrap/git/commit"] == "3f2c1ab"
     assert view["bootstrap/git/dirty"] is False
-    # a provenance field whose name the report already uses keeps its section's prefix
-    assert view["bootstrap/device"] == "cpu" and view["bootstrap/provenance/device"] == "x"
+    assert view["bootstrap/provenance/status"] == "collected" and view["bootstrap/provenance/packages"] == 212
+    assert not [key for key in view if key.startswith(("bootstrap/provenance/host", "bootstrap/provenance/git"))]
 
 
 def test_lists_of_records_are_keyed_by_name_or_rank_and_values_are_joined():
@@ -94,13 +95,13 @@ def test_no_secret_reaches_a_tracker():
                  "NCCL_ALGO": {"value": "Ring", "source": "preset"}},
         "warnings": ["cannot reach postgres://trainer:pw_in_url_555@db.internal/runs",
                      "the note says remembered-secret-value-42\x1b]0;retitled\x07\nforged line"],
-        "provenance": {"command": "train.py --token ghp_abcdefghijklmnopqrstuvwxyz0123"},
+        "provenance": {"git": {"root": "https://ci:pw_git_remote_31415@git.example.com/repo"}},
         "custom": {"api": {"token": "tok_value_77777"}},
     }
     view = flat.view(data)
     text = "\n".join(f"{key}={value}" for key, value in view.items())
     for secret in ("hf_abcdefghijklmnopqrstuvwxyz01", "pw_plain_9876", "0123456789abcdef", "pw_in_url_555",
-                   "remembered-secret-value-42", "ghp_abcdefghijklmnopqrstuvwxyz0123", "tok_value_77777"):
+                   "remembered-secret-value-42", "pw_git_remote_31415", "tok_value_77777"):
         assert secret not in text
     assert view["bootstrap/overrides"] == f"+env.vars.HF_TOKEN={MASK} db.password={MASK} lr=0.1"
     assert view["bootstrap/vars/WANDB_API_KEY"] == MASK and view["bootstrap/vars/NCCL_ALGO"] == "Ring"

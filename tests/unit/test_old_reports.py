@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap.cli import diff
-from bootstrap.doors import records
+from bootstrap.doors import records, upgrades
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "reports"
 KEPT = sorted(DATA.rglob("bootstrap*.json"))
@@ -30,6 +30,7 @@ def test_every_kept_report_reads_keeping_the_version_it_was_written_with(path):
     assert report.schema_version == _written_version(path)
     assert report.preset in ("cpu_debug", "auto", "h100") and report.job.status in ("completed", "check_failed")
     assert (report.preflight is None) == (report.schema_version < 3)  # the section came with version 3
+    assert (report.provenance is None) == (report.schema_version < 4)  # and the provenance with version 4
 
 
 @pytest.mark.parametrize("path", KEPT, ids=lambda p: str(p.relative_to(DATA)))
@@ -50,10 +51,10 @@ def test_version_1_wrote_resolved_as_text_and_the_group_s_end_in_process_group()
 
 def test_upgrading_touches_nothing_but_the_old_shapes():
     today = json.loads(TODAY.read_text())
-    assert records.upgraded(today) == today
-    assert records.upgraded({"schema_version": 1, "resolved": "odd text"})["resolved"] == \
+    assert upgrades.upgraded(today) == today
+    assert upgrades.upgraded({"schema_version": 1, "resolved": "odd text"})["resolved"] == \
         {"from": "auto", "preset": "odd text", "reason": ""}
-    assert records.upgraded([1]) == [1] and records.upgraded({"schema_version": "1"}) == {"schema_version": "1"}
+    assert upgrades.upgraded([1]) == [1] and upgrades.upgraded({"schema_version": "1"}) == {"schema_version": "1"}
 
 
 @pytest.mark.parametrize("sweep", ["schema1-auto-sweep", "schema2-auto-sweep", "schema2-drift-auto-sweep"])

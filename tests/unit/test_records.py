@@ -23,9 +23,11 @@ SECTIONS = {
                     "agreement"],
     "seed": ["value", "global_seed", "generators", "data_seed", "task_seed"],
     "timings": ["bootstrap_s", "started_ns"],
+    "provenance": ["status", "host", "git", "git_missing", "packages", "packages_digest", "packages_file", "container",
+                   "gpu_driver"],
 }
 TOP = ["schema_version", "preset", "preset_digest", "resolved", "overrides", "device", "found", "checks", "lint",
-       "vars", "threads", "torch", "distributed", "seed", "preflight", "warnings", "timings", "job"]
+       "vars", "threads", "torch", "distributed", "seed", "preflight", "provenance", "warnings", "timings", "job"]
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +35,7 @@ def written(tmp_path_factory):
     """A real report: a session applied and closed in this process, as bootstrap.json."""
     out = tmp_path_factory.mktemp("job")
     preset = {"vars": {"MY_SETTING": "on", "HF_TOKEN": "hf_records_secret"}, "threads": {"intra_op": 1},
-              "requires": {"torch": ">=2.0"}}
+              "requires": {"torch": ">=2.0"}, "provenance": {"enabled": False}}  # git is a process: e2e tests it
     session = bootstrap.initialize(preset, name="mine", job_overrides=["env.seed=3"], output_dir=out).apply()
     session.close("completed", metrics={"loss": 0.25, "val": {"acc": 0.5}})
     return json.loads((out / "bootstrap.json").read_text()), out / "bootstrap.json"

@@ -28,7 +28,7 @@ from conftest import ROOT
 
 PLANTED = {name: f"planted{index}q{'x' * 7}" for index, name in enumerate(
     ("HF_TOKEN", "DB_PASSWORD", "WANDB_API_KEY", "MY_SECRET_KEY", "hang", "warning", "error", "lint",
-     "preflight"))}
+     "preflight", "provenance"))}
 FORGED = "FORGED"  # starts a line only where a value forged one
 MAX_LINE = 5000  # characters of any one line any renderer makes
 DEEP = 28  # nesting the reader lets through (inbound.MAX_DEPTH is 32; the report adds its own levels)
@@ -72,6 +72,13 @@ def hostile(side: str) -> dict:
         "findings": [{"kind": "slow", "message": f"password={PLANTED['preflight']}\n{FORGED} finding" + "x" * 9000,
                       "ranks": [1]}] * 50}
     data["lint"] = [{"name": "HF_TOKEN", "kind": "unknown", "message": f"HF_TOKEN={PLANTED['lint']}"}]
+    data["provenance"] = {
+        "status": "collected", "host": f"node\n{FORGED} host", "container": f"docker\x1b[2J\n{FORGED}",
+        "gpu_driver": f"550\n{FORGED} driver", "git_missing": None, "packages": 3,
+        "packages_digest": side * 64, "packages_file": "../../packages.txt",  # only its name is read
+        "git": {"root": f"/app\n{FORGED} root", "commit": f"abc{side}\n{FORGED} commit",
+                "branch": f"token={PLANTED['provenance']}\n{FORGED}", "dirty": side == "b", "diff_bytes": 3,
+                "diff_digest": side * 64}}
     data["job"] = {"num": 0 if side == "a" else 1, "status": "completed", "error": f"password={PLANTED['error']}",
                    "metrics": {"samples_per_s": 10.0 if side == "a" else 20.0,
                                **{f"m{i}\n{FORGED}": float(i) for i in range(3000)}}}
@@ -83,6 +90,9 @@ def _job(directory: Path, side: str) -> Path:
     (directory / ".hydra" / "overrides.yaml").write_text(
         "".join(f"- {json.dumps(o)}\n" for o in hostile(side)["overrides"]))
     (directory / "bootstrap.json").write_text(json.dumps(hostile(side)))
+    (directory / "packages.txt").write_text(  # a package named for a secret; a forged line; an escape
+        f"my-api-key=={PLANTED['provenance']}{side}\nx==1\n{FORGED} a line\nevil\x1b[2J=={side}\n"
+        + "".join(f"p{i}=={side}\n" for i in range(3000)))
     return directory
 
 
@@ -120,6 +130,20 @@ def _summary_csv(sweep: Path) -> str:
         rows = list(csv.reader(f))
     assert len(rows) == 3  # the header and one row per job
     return "\n".join(" ".join(cell.encode("unicode_escape").decode() for cell in row) for row in rows)
+
+
+def _summary_picture(sweep: Path) -> str:
+    """The summary's picture: its texts as the SVG of the same figure holds them (a PNG's are pixels)."""
+    from bootstrap.pictures import canvas
+    from bootstrap.pictures import sweep as picture
+    from bootstrap.sweep import plotted, rank, read, swept, walk
+
+    rows = rank.rank([read.row_of(job_dir, names) for job_dir, names in walk.latest(sweep)[0]])
+    chosen = rank.objective_for(rows)
+    panels = plotted.panels(rows, swept.split(rows), chosen)
+    assert chosen is not None and [p.key for p in panels] == ["env.threads.intra_op"]
+    canvas.save(picture.figure(panels, *chosen), sweep / "picture.svg")
+    return "\n".join(re.findall(r"<!-- (.*?) -->", (sweep / "picture.svg").read_text()))
 
 
 def _tune(sweep: Path) -> str:
@@ -180,6 +204,16 @@ def _peer_figures(sweep: Path) -> str:
     return "\n".join(f.message for f in found) + "\n" + outbound.to_json(record.to_json())
 
 
+def _driver_version(sweep: Path) -> str:
+    """/proc/driver/nvidia/version, the kernel module's text (bootstrap.provenance.machine): only a version."""
+    from bootstrap.doors import inbound
+    from bootstrap.provenance import machine
+
+    planted = sweep / "nvidia_version"
+    planted.write_text(f"NVRM version: NVIDIA UNIX Kernel Module  550.1\n{FORGED}\x1b[2J token={PLANTED['provenance']}")
+    return str(machine.driver_version(inbound.read_text(planted)))
+
+
 def _nccl_network(sweep: Path) -> str:
     """NCCL's log, another program's text (bootstrap.preflight.nccl_log)."""
     from bootstrap.preflight import nccl_log
@@ -193,10 +227,12 @@ def _nccl_network(sweep: Path) -> str:
 RENDERERS = {
     "bootstrap diff": _diff(), "bootstrap diff --all": _diff("--all"), "bootstrap diff --json": _diff("--json"),
     "sweep summary (markdown, the environments' note)": _summary, "sweep summary (CSV)": _summary_csv,
+    "sweep summary (picture)": _summary_picture,
     "bootstrap tune": _tune,
     "a Lightning rank against rank 0's report": _rank0_report, "a peer's record in the store": _peer_record,
     "doctor and the job's log table": _doctor_and_log_table,
     "the ranks' preflight figures": _peer_figures, "NCCL's log": _nccl_network,
+    "the GPU driver's version": _driver_version,
 }
 
 
@@ -245,8 +281,13 @@ def test_a_peer_with_thousands_of_keys_makes_one_bounded_line_and_the_stop_is_no
 # -- completeness: every reader of others' data is walked above ------------------------------------------
 # module -> what it reads that someone else wrote, and which renderer above walks it
 READERS_OF_OTHERS_DATA = {
-    "bootstrap/cli/diff.py": "reports on disk: bootstrap diff, --all, --json",
-    "bootstrap/sweep/read.py": "every job's report and overrides.yaml: the sweep summary, tune",
+    "bootstrap/cli/diff.py": "reports and packages.txt on disk: bootstrap diff, --all, --json",
+    "bootstrap/provenance/machine.py": "the NVIDIA driver's version file: 'the GPU driver's version'",
+    "bootstrap/provenance/packages.py": "a legacy package's PKG-INFO headers: a name and a version, one line each, "
+                                        "written to packages.txt through the way out; diff shows it as 'bootstrap "
+                                        "diff' (a hostile packages.txt) does",
+    "bootstrap/sweep/read.py": "every job's report and overrides.yaml: the sweep summary, its picture, tune; "
+                               "hydra.yaml of a sweep's job (the sweeper's direction): a direction, never shown",
     "bootstrap/core/agreement.py": "rank 0's report (Lightning) and the peers' records: two renderers above",
     "bootstrap/core/process_vars.py": "rank 0's report (Lightning): only the names of its process's own variables "
                                       "that this rank holds with the same value; nothing of it is shown",
@@ -256,11 +297,12 @@ READERS_OF_OTHERS_DATA = {
                                       "test_hostile_input.py): one line, bounded",
     "bootstrap/distributed/flightrec.py": "a peer's request for dumps: compared, never shown",
     "bootstrap/core/report.py": "GroupAtEnd.from_json of this process's own group: not others' data",
-    "bootstrap/sweep/tune.py": "hydra.yaml of a sweep's job (the sweeper's direction): a direction, never shown",
     "bootstrap/variables/exportkey.py": "the export key file (tests/unit/test_exportkey.py): never shown",
     "bootstrap/core/schema.py": "the presets this package ships: its own files",
     "bootstrap/preflight/figures.py": "every rank's preflight figures from the gather: 'the ranks' preflight figures'",
     "bootstrap/preflight/nccl_log.py": "NCCL's own log: 'NCCL's log'",
+    "bootstrap/pictures/preflight.py": "the picture rank 0 sends its own drawing process on stdin: not others' data "
+                                       "(cleaned when sent; its texts cleaned again when saved, canvas.save)",
 }
 _READS = re.compile(r"\b(?:read_report|from_json|exchange|parse_json_bytes|read_json|read_yaml_mapping|"
                     r"read_string_list|read_pickled_data|read_private_bytes|read_text|store\.get|compare_set|unpack_record|"

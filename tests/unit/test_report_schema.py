@@ -65,7 +65,15 @@ def test_every_status_field_is_an_enumeration_of_its_values():
 
 
 def _written() -> dict:
-    return json.loads((REPORTS / "schema3-preflight-torchrun" / "bootstrap.rank1.json").read_text())
+    """A real report of two ranks, with the provenance today's reports add."""
+    report = json.loads((REPORTS / "schema3-preflight-torchrun" / "bootstrap.rank1.json").read_text())
+    git = {"root": "/app", "commit": "ea90ff78e8e379ba3a4bde4c88f6534f18c35440", "branch": "main", "dirty": True,
+           "diff_digest": "ab" * 32, "diff_bytes": 120, "diff_file": "git.rank1.diff", "untracked": 1,
+           "untracked_digest": "cd" * 32}
+    return {**report, "schema_version": records.SCHEMA_VERSION,
+            "provenance": {"status": "collected", "host": "node-1", "git": git, "git_missing": None, "packages": 190,
+                           "packages_digest": "ef" * 32, "packages_file": "packages.rank1.txt", "container": None,
+                           "gpu_driver": None}}
 
 
 # Each change makes a report that the reader and the schema must judge alike.
@@ -91,6 +99,13 @@ CHANGES = [
     (lambda r: r["vars"].update(X={"value": "1", "source": "shell"}), False),  # `effective` is required
     (lambda r: r.update(a_field_of_a_later_version={"any": "thing"}), True),
     (lambda r: r.pop("job"), True),  # an absent section takes its default
+    (lambda r: r["provenance"].update(status="unfinished", git=None, git_missing="git timed out"), True),
+    (lambda r: r["provenance"].update(status="gone"), False),
+    (lambda r: r["provenance"]["git"].update(commit=5), False),
+    (lambda r: r["provenance"]["git"].update(diff_bytes=-1), False),
+    (lambda r: r["provenance"]["git"].pop("root"), False),  # where the repository is, always
+    (lambda r: r["provenance"].update(packages=2**53), False),
+    (lambda r: r.pop("provenance"), True),
 ]
 
 

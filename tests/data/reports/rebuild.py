@@ -36,6 +36,8 @@ FIRST_2 = "0c802272e61a22dbfaf8d048873f085f85d53f33"  # Architecture: structured
 TYPED_2 = "5f0645a694409a4366796655b69d68c6a7ea0ebb"  # Doors: the typed report
 DRIFT_2 = "d1ba3077f7b7366aef720918fa54d9793a715609"  # Drift: the agreement's fingerprint
 FIRST_3 = "5bf1fb439a3151b1f81a7120514cd064f6ca4991"  # Preflight: the preflight section
+LAST_3 = "ea90ff78e8e379ba3a4bde4c88f6534f18c35440"  # Session.flat(): the last before provenance
+FIRST_4 = "c247898d5f1cabb2190a803a83f4274250458391"  # Provenance: the provenance section
 
 # (directory here, commit, how: run | sweep | torchrun, train_stub's overrides)
 CASES = [
@@ -54,6 +56,8 @@ CASES = [
     ("schema2-drift-torchrun", DRIFT_2, "torchrun", []),
     ("schema3-preflight", FIRST_3, "run", ["env.preflight.min_tflops=1000"]),  # measured: a floor, a finding
     ("schema3-preflight-torchrun", FIRST_3, "torchrun", []),  # two ranks compared
+    ("schema3-last", LAST_3, "run", []),  # the typed hang, the statuses as enumerations
+    ("schema4-provenance", FIRST_4, "run", []),  # git, packages, host: collected after the start
 ]
 
 # Runs train_stub.py of the checkout in WT, with the checkout's package first and this clone's off the path.
