@@ -34,7 +34,7 @@ HF_TOKEN = "hf_trackersecretabcdefghijklmnop"
 DB_PASSWORD = "pw_tracker_secret_2718"
 SECRETS = (f"+env.vars.HF_TOKEN={HF_TOKEN}", f"+db.password={DB_PASSWORD}")
 STABLE = {"bootstrap/preset": "cpu_debug", "bootstrap/found/torch": None, "bootstrap/threads/intra_op": None,
-          "bootstrap/vars/PYTHONHASHSEED": "0", "bootstrap/vars/HF_TOKEN": "***"}  # None: any value
+          "bootstrap/vars/PYTHONHASHSEED": "0", "bootstrap/vars/HF_TOKEN": "***", "bootstrap/host": None}  # None: any
 
 
 def run_app(out_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -86,6 +86,16 @@ def test_a_run_the_task_starts_gets_the_report_as_tags(mlflow_job):
     assert tags["bootstrap/job/status"] == "completed"  # running when the run began; updated at the job's end
     assert tags["bootstrap/overrides"] == "tracker=mlflow +env=cpu_debug +env.vars.HF_TOKEN=*** +db.password=***"
     assert runs["train"].data.params == {"lr": "0.01"} and runs["train"].data.metrics == {"loss": 0.5}
+
+
+def test_the_runs_tags_say_where_and_from_which_commit_the_job_ran(mlflow_job):
+    _, runs, work = mlflow_job
+    tags, provenance = runs["train"].data.tags, json.loads((work / "out" / "bootstrap.json").read_text())["provenance"]
+    assert tags["bootstrap/host"] == provenance["host"]
+    # collected in a thread while the task runs: at the latest, the job's end tags what it found
+    git = provenance.get("git") or {}
+    assert tags.get("bootstrap/git/commit") == git.get("commit") and tags.get("bootstrap/git/dirty") == \
+        (None if not git else str(git["dirty"]).lower())
 
 
 def test_the_job_end_adds_bootstrap_json_as_an_artifact(mlflow_job):
