@@ -20,6 +20,8 @@ check it still executes (CI does this); it and --only write nothing unless --out
  13 preflight        torchrun 2 ranks, start-up with the preflight check vs without
  14 scale            many ranks' start-up over one real TCPStore: store operations per rank (bench/bench_scale.py)
  15 provenance       train_stub with the provenance collected vs off: wall time, and the collection's own time
+ 16 trackers         the MLflow, W&B and Lightning integrations' share of a job, with vs without each; the MLflow
+                     provider's import (bench/bench_trackers.py; a tracker not installed is skipped, saying so)
 """
 
 from __future__ import annotations
@@ -517,6 +519,10 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("preflight", "within_budget", "every run within env.preflight.seconds", lambda v: v == 1.0),
     ("provenance", "ratio", "≤ 1.03× provenance off (train_stub, a short training run)", lambda v: v <= 1.03),
     ("scale", "per_rank_ops_constant", "each rank's store operations the same at every world size", lambda v: v == 1.0),
+    ("trackers", "mlflow_share", "≤ 0.02 of the job (tags at start_run, the artifact at the end)", lambda v: v <= 0.02),
+    ("trackers", "wandb_share", "≤ 0.02 of the job (an offline run's config and file at the end)", lambda v: v <= 0.02),
+    ("trackers", "lightning_share", "≤ 0.02 of the job (Trainer.fit, CSV and TensorBoard loggers)",
+     lambda v: v <= 0.02),
 ]
 
 
@@ -533,6 +539,12 @@ def scale(quick: bool) -> dict:
     from bench_scale import scale as measure
 
     return measure(quick)
+
+
+def trackers(work: Path, quick: bool) -> dict:
+    from bench_trackers import trackers as measure
+
+    return measure(quick, work)
 
 
 def summary_scale(quick: bool) -> dict:
@@ -769,7 +781,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", nargs="*",
                         help="run only these: startup threads oversubscription peers multirun gpu lightning "
-                             "lint flight_recorder hang_scale summary_scale agreement preflight scale provenance")
+                             "lint flight_recorder hang_scale summary_scale agreement preflight scale provenance "
+                             "trackers")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick or --only)")
     args = parser.parse_args(argv)
@@ -798,6 +811,7 @@ def main(argv=None) -> int:
         "preflight": lambda: preflight(work / "13", repeats),
         "scale": lambda: scale(args.quick),
         "provenance": lambda: provenance(work / "15", repeats, min(steps, 20)),
+        "trackers": lambda: trackers(work / "16", args.quick),
     }
     results = {}
     try:

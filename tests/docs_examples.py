@@ -85,8 +85,8 @@ def _job_info(session):
     return JobInfo(session.name, session.job_overrides, session.job_num)
 
 
-def report_example() -> str:
-    """``bootstrap.json`` of ``python train_stub.py env.threads.intra_op=1``, at its end."""
+def example_report():
+    """The typed report of ``python train_stub.py env.threads.intra_op=1``, at its end."""
     from bootstrap.core import report
 
     session, plan, checks, findings = _job(("env.threads.intra_op=1",))
@@ -96,7 +96,21 @@ def report_example() -> str:
     record = report.build(_job_info(session), plan, plan.device(cuda_visible=False), _found(), checks, applied, [],
                           BOOTSTRAP_S, lint=findings, started_ns=STARTED_NS, machine=_machine())
     report.end(record, report.JobEnd(report.JobStatus.COMPLETED, METRICS))
-    return "```json\n" + _json(record.to_json()) + "\n```\n"
+    return record
+
+
+def report_example() -> str:
+    """``bootstrap.json`` of ``python train_stub.py env.threads.intra_op=1``, at its end."""
+    return "```json\n" + _json(example_report().to_json()) + "\n```\n"
+
+
+def flat_example() -> str:
+    """docs/trackers.md's flat view (``bootstrap.current().flat()``) of the same job: what every tracker gets."""
+    from bootstrap.core import flat
+
+    view = flat.flat(example_report())
+    width = max(map(len, view))
+    return "```\n" + "\n".join(f"{key:<{width}}  {value!r}" for key, value in view.items()) + "\n```\n"
 
 
 def doctor_example() -> str:
@@ -194,6 +208,7 @@ BLOCKS: Dict[str, Tuple[str, Callable[[], str]]] = {  # name: (the page that hol
     "readers-table": ("docs/settings.md", readers_table),
     "agree-kinds": ("docs/lint.md", agree_kinds_table),
     "layout-table": ("CONTRIBUTING.md", layout_table),
+    "flat-example": ("docs/trackers.md", flat_example),
 }
 
 # The marker, then the block: a fenced block, or a table (the lines that start with '|').

@@ -19,6 +19,7 @@ from hydra.core.utils import JobStatus as HydraJobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, read_write
 
+from bootstrap import integrations
 from bootstrap.adapter.sweep_end import SweepEnd
 from bootstrap.core import jobconfig
 from bootstrap.core.jobconfig import session_args, typed_overrides
@@ -187,6 +188,7 @@ class BootstrapCallback(Callback):
             job_return.overrides = [masked_override(o) for o in job_return.overrides or ()]
             # JobReturn.return_value re-raises the task's exception; _return_value holds it.
             session.close(JobStatus.FAILED, error=getattr(job_return, "_return_value", None))
+        integrations.job_end(session)  # the final report to the trackers the task used (MLflow, W&B); never raises
 
     @_guarded
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
