@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 MAX_DIFF_BYTES = 1 * 2**20  # git.diff keeps the diff's first MiB; the digest and size cover all of it
 MAX_STATUS_BYTES = 4 * 2**20  # `git status`: past this many bytes of names, the rest are not counted
@@ -51,23 +51,34 @@ class GitUnavailable(Exception):
 
 
 # -- pure ------------------------------------------------------------------------------------------
-def parse_status(output: bytes) -> Tuple[bool, List[str]]:
-    """``git status --porcelain=v1 -z`` -> (tracked files changed, untracked names)."""
+class Status(NamedTuple):
+    """``git status --porcelain=v2 --branch -z``, read: one git process for all four."""
+
+    commit: Optional[str]  # None: no commit yet
+    branch: Optional[str]  # None: a detached HEAD
+    dirty: bool  # tracked files changed, staged or not
+    untracked: List[str]
+
+
+def parse_status(output: bytes) -> Status:
+    """``git status --porcelain=v2 --branch -z`` -> :class:`Status` (git's documented, stable format)."""
+    commit = branch = None
     dirty, untracked, entries = False, [], output.split(b"\0")
     index = 0
     while index < len(entries):
-        entry = entries[index]
+        entry = entries[index].decode("utf-8", "replace")
         index += 1
-        if len(entry) < 4:
-            continue
-        code, name = entry[:2], entry[3:].decode("utf-8", "replace")
-        if code == b"??":
-            untracked.append(name)
-        elif code != b"!!":
+        kind = entry[:2]
+        if entry.startswith("# branch.oid "):
+            commit = None if entry.endswith("(initial)") else entry.split()[-1]
+        elif entry.startswith("# branch.head "):
+            branch = None if entry.endswith("(detached)") else entry[len("# branch.head "):]
+        elif kind == "? ":
+            untracked.append(entry[2:])
+        elif kind in ("1 ", "2 ", "u "):
             dirty = True
-            if code[:1] in (b"R", b"C"):  # a rename or copy: the next entry is its source
-                index += 1
-    return dirty, untracked
+            index += kind == "2 "  # a rename or copy: its source path follows as an entry of its own
+    return Status(commit, branch, dirty, untracked)
 
 
 def names_digest(names: List[str]) -> Optional[str]:
@@ -157,16 +168,11 @@ def read(directory: Path, seconds: float) -> GitState:
     if code != 0:
         raise GitUnavailable("not in a git repository")
     git.directory = Path(top.decode("utf-8", "replace").strip())
-    code, head = git.run("rev-parse", "--verify", "-q", "HEAD")
-    commit = head.decode().strip() if code == 0 and head else None
-    code, branch = git.run("symbolic-ref", "-q", "--short", "HEAD")
-    _, status = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all")
-    dirty, untracked = parse_status(status)
+    _, output = git.run("status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
+    status = parse_status(output)
     diff = _Digest(MAX_DIFF_BYTES)
-    if dirty and commit is not None:
+    if status.dirty and status.commit is not None:
         git.stream(("diff", "HEAD", "--no-color", "--no-ext-diff", "--no-textconv"), diff)
-    return GitState(root=str(git.directory), commit=commit,
-                    branch=branch.decode("utf-8", "replace").strip() if code == 0 and branch else None,
-                    dirty=dirty, diff_head=diff.head, diff_bytes=diff.size,
-                    diff_digest=diff.sha.hexdigest() if diff.size else None,
-                    untracked=len(untracked), untracked_digest=names_digest(untracked))
+    return GitState(root=str(git.directory), commit=status.commit, branch=status.branch, dirty=status.dirty,
+                    diff_head=diff.head, diff_bytes=diff.size, diff_digest=diff.sha.hexdigest() if diff.size else None,
+                    untracked=len(status.untracked), untracked_digest=names_digest(status.untracked))

@@ -23,7 +23,7 @@ import bootstrap
 @hydra.main(version_base=None, config_path=None, config_name=None)
 def main(cfg):
     session = bootstrap.current()
-    return {"flat_has_commit": float("bootstrap/provenance/git/commit" in session.flat())}
+    return {"flat_has_commit": float("bootstrap/git/commit" in session.flat())}
 
 
 if __name__ == "__main__":

@@ -12,13 +12,18 @@ from bootstrap.doors.records import Report
 from bootstrap.provenance import collect, git, machine, packages
 
 
-def test_git_status_says_dirty_for_tracked_changes_and_lists_untracked_names_apart():
-    status = b" M app.py\0?? notes.txt\0?? data/new file.csv\0!! ignored.log\0"
-    assert git.parse_status(status) == (True, ["notes.txt", "data/new file.csv"])
-    assert git.parse_status(b"?? only_new.py\0") == (False, ["only_new.py"])
-    assert git.parse_status(b"") == (False, [])
-    # a rename's entry is followed by its source, which is no entry of its own
-    assert git.parse_status(b"R  new.py\0?? old.py\0?? x.txt\0") == (True, ["x.txt"])
+def test_git_status_gives_commit_branch_dirty_and_untracked_names_apart():
+    head = b"# branch.oid 3f2a9c0e\0# branch.head main\0"
+    changed = b"1 .M N... 100644 100644 100644 aa bb app.py\0"
+    untracked = b"? notes.txt\0? data/new file.csv\0! ignored.log\0"
+    expected = ("3f2a9c0e", "main", True, ["notes.txt", "data/new file.csv"])
+    assert git.parse_status(head + changed + untracked) == expected
+    assert git.parse_status(head + b"? only_new.py\0") == ("3f2a9c0e", "main", False, ["only_new.py"])
+    fresh = b"# branch.oid (initial)\0# branch.head (detached)\0"
+    assert git.parse_status(fresh) == (None, None, False, [])
+    # a rename's entry is followed by its source path, which is no entry of its own
+    renamed = b"2 R. N... 100644 100644 100644 aa bb R100 new.py\0? not-an-entry.py\0? x.txt\0"
+    assert git.parse_status(head + renamed) == ("3f2a9c0e", "main", True, ["x.txt"])
 
 
 def test_digests_are_of_sorted_names_and_none_for_none():
