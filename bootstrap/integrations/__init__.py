@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -56,7 +57,27 @@ def job_end(session: "Session") -> None:
         if used_when not in sys.modules:
             continue
         try:
-            importlib.import_module(module).job_end(session)
+            _within(session.preset.distributed.timeout_s, importlib.import_module(module).job_end, session)
         except Exception as error:  # noqa: BLE001 - the job is over; a tracker must not fail it
             log.warning("%s: could not add the bootstrap report to the run: %s", tracker,
                         outbound.finding(f"{type(error).__name__}: {error}", 500))
+
+
+def _within(seconds: float, call: Any, *args: Any) -> None:
+    """``call(*args)`` in a daemon thread, waited for at most ``seconds`` (env.distributed.timeout_s): a tracking
+    server that does not answer costs the job that long at most, and one warning."""
+    done, failed = threading.Event(), []
+
+    def run() -> None:
+        try:
+            call(*args)
+        except Exception as error:  # noqa: BLE001 - raised again in the job's thread below
+            failed.append(error)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="bootstrap-tracker-end", daemon=True).start()
+    if not done.wait(seconds):
+        raise TimeoutError(f"no answer within {seconds:g} s (env.distributed.timeout_s)")
+    if failed:
+        raise failed[0]

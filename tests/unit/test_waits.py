@@ -46,6 +46,7 @@ WAITS = {
     ("bootstrap/distributed/group.py", "init_device_mesh"): "the group's timeout (its sub-groups inherit it)",
     ("bootstrap/distributed/group.py", "dist.destroy_process_group"): "local: waits on no peer",
     ("bootstrap/distributed/group.py", "store.compare_set"): "the group's store timeout, env.distributed.timeout_s",
+    ("bootstrap/integrations/__init__.py", "done.wait"): "env.distributed.timeout_s: a tracker's end, in a thread",
     ("bootstrap/provenance/collect.py", "self._thread.join"):
         "the end of env.provenance.seconds (at most env.distributed.timeout_s) at job end; no wait before",
     ("bootstrap/provenance/git.py", "process.wait"): "a watchdog kills git at env.provenance.seconds' deadline",
