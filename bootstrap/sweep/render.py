@@ -67,6 +67,19 @@ def no_objective_note(rows: Sequence[Row], chosen: Optional[Tuple[str, str]]) ->
             + (f"The jobs reported: {named}{more}.\n" if reported else "The jobs reported no metric.\n"))
 
 
+def _ranks_apart(rows: Sequence[Row]) -> str:
+    """The jobs whose ranks ran other packages than their rank 0 (a node with another image), or ''."""
+    apart = sorted((row for row in rows if row.ranks_apart), key=lambda r: job_order(r.job))
+    if not apart:
+        return ""
+    jobs = f"{len(apart)} job{'s' if len(apart) != 1 else ''}"
+    lines = [f"\nRanks with other packages than their rank 0 ({jobs}; bootstrap diff on a job names them):"]
+    lines += [f"- job {one_line(row.job)}: {row.ranks_apart}" for row in apart[:MAX_REASONS]]
+    if len(apart) > MAX_REASONS:
+        lines.append(f"- and {len(apart) - MAX_REASONS} more")
+    return "\n".join(lines) + "\n"
+
+
 def _reasons(rows: Sequence[Row]) -> str:
     """The unreadable jobs and why, under the table: never ranked, so say what is wrong with them."""
     unreadable = sorted((row for row in rows if row.reason), key=lambda r: job_order(r.job))
@@ -90,7 +103,8 @@ def markdown(rows: Sequence[Row], sweep_dir: Path, older: int, chosen: Optional[
     if rows:
         layout = swept.split(rows) if layout is None else layout
         page = shared_line(layout, len(rows)) + to_markdown(list(rows), chosen[0] if chosen else None, layout) + \
-            (f"\n{picture}\n" if picture else "") + _reasons(rows) + no_best_note(rows, objective, directions) + \
+            (f"\n{picture}\n" if picture else "") + _reasons(rows) + _ranks_apart(rows) + \
+            no_best_note(rows, objective, directions) + \
             no_objective_note(rows, chosen)
         page += environments.note([(r.job, r.environment) for r in sorted(rows, key=lambda r: job_order(r.job))])
     else:
