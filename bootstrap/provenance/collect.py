@@ -38,6 +38,7 @@ class _Found(NamedTuple):
     packages: List[str]
     container: Optional[str]
     gpu_driver: Optional[str]
+    diff_text: Optional[str]  # git.diff's content: the diff's first MiB, masked, once per process
 
 
 GIT_SHARE = 0.75  # of env.provenance.seconds, git's; the package list and the files take the rest (~0.2 s)
@@ -80,18 +81,26 @@ def _find(app_dir: Path, seconds: float) -> Tuple[_Found, bool]:
         except git.GitUnavailable as why:
             state, missing = None, str(why)
         _found[key] = found = _Found(state, missing, packages.installed(), machine.container(os.environ),
-                                     machine.gpu_driver())
+                                     machine.gpu_driver(), _diff_text(state) if state is not None else None)
         return found, False
 
 
-def _git_record(state: git.GitState, job_dir: Optional[Path], diff_name: str) -> records.Git:
+def _diff_text(state: git.GitState) -> Optional[str]:
+    """git.diff's content: the diff's first MiB, whole lines, then a line that says so; masked. None: clean."""
+    if not state.diff_bytes:
+        return None
+    head = state.diff_head
+    if state.diff_cut:
+        head = head[:head.rfind(b"\n") + 1]
+        head += git.cut_note(len(head), state.diff_bytes)
+    return masking.masked_source(head.decode("utf-8", "replace"))
+
+
+def _git_record(state: git.GitState, diff_text: Optional[str], job_dir: Optional[Path],
+                diff_name: str) -> records.Git:
     diff_file = None
-    if job_dir is not None and state.diff_bytes:
-        head = state.diff_head
-        if state.diff_cut:  # whole lines only, then a line that says so
-            head = head[:head.rfind(b"\n") + 1]
-            head += git.cut_note(len(head), state.diff_bytes)
-        outbound.write_text(job_dir / diff_name, masking.masked_source(head.decode("utf-8", "replace")))
+    if job_dir is not None and diff_text is not None:
+        outbound.write_text(job_dir / diff_name, diff_text)
         diff_file = diff_name
     return records.Git(root=state.root, commit=state.commit, branch=state.branch, dirty=state.dirty,
                        diff_digest=state.diff_digest, diff_bytes=state.diff_bytes, diff_file=diff_file,
@@ -107,7 +116,7 @@ def collect(app_dir: Path, job_dir: Optional[Path], seconds: float, rank: int = 
         outbound.write_text(job_dir / packages_file, packages.text(found.packages))
     return records.Provenance(
         status=ProvenanceStatus.COLLECTED, host=machine.host(),
-        git=_git_record(found.git, job_dir, diff_name) if found.git is not None else None,
+        git=_git_record(found.git, found.diff_text, job_dir, diff_name) if found.git is not None else None,
         git_missing=found.git_missing, packages=len(found.packages), packages_digest=packages.digest(found.packages),
         packages_file=packages_file if job_dir is not None else None,
         container=found.container, gpu_driver=found.gpu_driver, reused=reused)
@@ -115,7 +124,8 @@ def collect(app_dir: Path, job_dir: Optional[Path], seconds: float, rank: int = 
 
 class Collection:
     """:func:`collect` in a daemon thread, started now, within ``seconds``; :meth:`result` waits for it until
-    then at most."""
+    then at most. Where this process has collected already (a sweep's later jobs), only the job's two files are
+    left to write: that is done at once, and no thread outlives the job's start."""
 
     def __init__(self, app_dir: Path, job_dir: Optional[Path], seconds: float, rank: int = 0,
                  world_size: int = 1) -> None:
@@ -123,8 +133,12 @@ class Collection:
         self._deadline = time.monotonic() + seconds
         self._provenance: Optional[records.Provenance] = None
         self._seconds: Optional[float] = None
-        self._thread = threading.Thread(target=self._run, name="bootstrap-provenance", daemon=True)
-        self._thread.start()
+        self._thread: Optional[threading.Thread] = None
+        if str(app_dir) in _found:
+            self._run()
+        else:
+            self._thread = threading.Thread(target=self._run, name="bootstrap-provenance", daemon=True)
+            self._thread.start()
 
     def _run(self) -> None:
         started = time.perf_counter()
@@ -136,13 +150,14 @@ class Collection:
         self._seconds = time.perf_counter() - started
 
     def done(self) -> bool:
-        return not self._thread.is_alive()
+        return self._thread is None or not self._thread.is_alive()
 
     def result(self, wait: bool) -> Tuple[records.Provenance, Optional[float]]:
         """(the provenance, its collection's seconds); ``unfinished`` if it is not done (``wait``: by the end of
         its ``seconds``)."""
-        self._thread.join(max(self._deadline - time.monotonic(), 0.0) if wait else 0.0)
-        if self._thread.is_alive() or self._provenance is None:
+        if self._thread is not None:
+            self._thread.join(max(self._deadline - time.monotonic(), 0.0) if wait else 0.0)
+        if not self.done() or self._provenance is None:
             return without_collection(ProvenanceStatus.UNFINISHED), None
         return self._provenance, self._seconds
 
