@@ -25,7 +25,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--objective", default=None,
                         help="the metric to pick the winner by (default: samples_per_s if reported, else return)")
     parser.add_argument("--mode", choices=rank.MODES, default=None,
-                        help="max or min (default: max for samples_per_s, min for anything else)")
+                        help="max or min (default: the sweeper's own for return, max for samples_per_s, else min)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # the parser has printed its usage and message

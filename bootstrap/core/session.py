@@ -344,7 +344,9 @@ class Session:
             finally:  # also when Ctrl-C comes while the dumps are gathered
                 job_end.teardown = self._undo()
                 if self.report is not None:  # whatever the task returned, the record ends
-                    job_end.provenance, job_end.provenance_s = self._provenance_so_far(wait=True)
+                    # a stopped job (Ctrl-C, SIGTERM) does not wait for the collection: it is recorded as it is
+                    job_end.provenance, job_end.provenance_s = self._provenance_so_far(
+                        wait=job_end.status is not JobStatus.INTERRUPTED)
                     self._end(job_end)
 
     def _provenance_so_far(self, wait: bool = False) -> Tuple[records.Provenance, Optional[float]]:

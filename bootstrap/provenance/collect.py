@@ -41,7 +41,7 @@ class _Found(NamedTuple):
     diff_text: Optional[str]  # git.diff's content: the diff's first MiB, masked, once per process
 
 
-GIT_SHARE = 0.75  # of env.provenance.seconds, git's; the package list and the files take the rest (~0.2 s)
+GIT_SHARE = 0.75  # of env.provenance.seconds, git's; the package list and the files take the rest (a few ms)
 _found: Dict[str, _Found] = {}  # app directory -> what this process found there
 _found_lock = threading.Lock()
 
