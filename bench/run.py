@@ -22,6 +22,7 @@ check it still executes (CI does this); it and --only write nothing unless --out
  15 provenance       train_stub with the provenance collected vs off: wall time, and the collection's own time
  16 trackers         the MLflow, W&B and Lightning integrations' share of a job, with vs without each; the MLflow
                      provider's import (bench/bench_trackers.py; a tracker not installed is skipped, saying so)
+ 17 dryrun           `bootstrap dryrun` for 1,024, 4,096 and 16,384 ranks: time and peak memory (bench/bench_dryrun.py)
 """
 
 from __future__ import annotations
@@ -523,6 +524,10 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("trackers", "wandb_share", "≤ 0.02 of the job (an offline run's config and file at the end)", lambda v: v <= 0.02),
     ("trackers", "lightning_share", "≤ 0.02 of the job (Trainer.fit, CSV and TensorBoard loggers)",
      lambda v: v <= 0.02),
+    ("dryrun", "seconds_16384", "< 30 s for 16,384 ranks", lambda v: v < 30),
+    ("dryrun", "linearity", "≤ 1.5 (planning time per rank at 16,384 ranks vs 1,024; 1 is linear)",
+     lambda v: v <= 1.5),
+    ("dryrun", "memory_ratio", "≤ 1.5 (peak memory at 16,384 ranks vs 1,024)", lambda v: v <= 1.5),
 ]
 
 
@@ -537,6 +542,12 @@ def hang_scale(quick: bool) -> dict:
 
 def scale(quick: bool) -> dict:
     from bench_scale import scale as measure
+
+    return measure(quick)
+
+
+def dryrun(quick: bool) -> dict:
+    from bench_dryrun import dryrun_scale as measure
 
     return measure(quick)
 
@@ -782,7 +793,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*",
                         help="run only these: startup threads oversubscription peers multirun gpu lightning "
                              "lint flight_recorder hang_scale summary_scale agreement preflight scale provenance "
-                             "trackers")
+                             "trackers dryrun")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick or --only)")
     args = parser.parse_args(argv)
@@ -812,6 +823,7 @@ def main(argv=None) -> int:
         "scale": lambda: scale(args.quick),
         "provenance": lambda: provenance(work / "15", repeats, min(steps, 20)),
         "trackers": lambda: trackers(work / "16", args.quick),
+        "dryrun": lambda: dryrun(args.quick),
     }
     results = {}
     try:

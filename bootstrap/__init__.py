@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 from bootstrap.core.schema import EnvConfig
 from bootstrap.core.schema import register as _register_schema
 from bootstrap.doors.errors import (
+    BadNodeError,
     BootstrapError,
     ConfigError,
     DisagreementError,
     LintError,
     MismatchError,
     PreflightError,
+    RequeuedError,
 )
 from bootstrap.doors.statuses import JobStatus
 
@@ -40,6 +42,7 @@ __all__ = [
     "EnvConfig",
     # what a job stops with
     "BootstrapError", "ConfigError", "MismatchError", "LintError", "DisagreementError", "PreflightError",
+    "BadNodeError", "RequeuedError",
 ]
 
 

@@ -25,6 +25,7 @@ STRAY_AGENT_STORE = {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
 RAY_WORKER_WITHOUT_GROUP = {"RAY_RAYLET_PID": "4242", "RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0",
                             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
 SUBMITIT_WITHOUT_JOB = {"SUBMITIT_EXECUTOR": "slurm"}
+SLURM_RESTARTED_ODDLY = {"SLURM_JOB_ID": "12", "SLURM_RESTART_COUNT": "x"}  # a batch job's count of requeues
 NO_ENV = {}
 BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
     (["env=nope"], NO_ENV, "env/nope"),
@@ -50,8 +51,19 @@ BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
     (["env.preflight.seconds=900"], NO_ENV, "env.preflight.seconds=900.0 must be positive and at most "
                                             "env.distributed.timeout_s (600)"),
     (["env.preflight.sizes_mb=[]"], NO_ENV, "env.preflight.sizes_mb=[] must list 1 to 8 message sizes"),
+    (["env.preflight.seconds=0.1", "env.preflight.sizes_mb=[4096]"], NO_ENV,
+     "env.preflight.sizes_mb=[4096.0] cannot be all_reduced 6 times each within env.preflight.seconds=0.1"),
+    (["env/fabric=nope"], NO_ENV, "env/fabric/nope"),
+    (["env.fabric.name=nope"], NO_ENV, "env.fabric.name"),
+    (["env/fabric=gcp_tcpxo", "env.fabric.profile=bootstrap-test-no-such-profile.sh"], NO_ENV,
+     "env.fabric.profile: bootstrap-test-no-such-profile.sh was not found"),
     (["env.provenance.seconds=900"], NO_ENV, "env.provenance.seconds=900.0 must be positive and at most "
                                              "env.distributed.timeout_s (600)"),
+    (["env.nodes.on_bad=maybe"], NO_ENV, "env.nodes.on_bad"),
+    (["env.nodes.exclude_ttl_h=0"], NO_ENV, "env.nodes.exclude_ttl_h=0.0 must be positive hours"),
+    (["env.nodes.max_requeues=-1"], NO_ENV, "env.nodes.max_requeues=-1 must be a count in [0, 100]"),
+    (["env.nodes.ignore=[node3,-x]"], NO_ENV, "'-x' is not a host name"),
+    ([], SLURM_RESTARTED_ODDLY, "SLURM_RESTART_COUNT='x' is not a whole number"),
     ([], TORCHRUN_RANK2_OF_2, "env.distributed: torchrun: rank 2 is outside world size 2"),
     ([], MULTI_NODE_NO_MASTER, "needs MASTER_ADDR"),
     ([], WORLD_WITHOUT_PORT, "env.distributed: env: a world of 2 ranks needs a rendezvous port"),
@@ -73,3 +85,23 @@ def user_conf(tmp_path: Path) -> Path:
     for name, (body, _) in BAD_PRESET_FILES.items():
         (user_conf / "env" / f"{name}.yaml").write_text("defaults:\n  - cpu_debug\n  - _self_\n" + body)
     return user_conf
+
+# `bootstrap dryrun`'s flags: each refused with one line naming the flag and the fix, exit 2 (tests/unit/test_dryrun.py)
+DRYRUN_BAD_FLAGS = [  # (flags, what the message must contain)
+    (["--world", "10", "--nodes", "4"], "--world 10 does not split into --nodes 4"),
+    (["--world", "12", "--ranks-per-node", "8"], "--world 12 does not split into nodes of --ranks-per-node 8"),
+    (["--world", "8", "--nodelist", "gpu[001-004"], "--nodelist='gpu[001-004' has an unmatched '['"),
+    (["--world", "8", "--nodelist", "gpu[4-1]"], "runs backwards"),
+    (["--world", "8", "--nodelist", "gpu;rm -rf /"], "is not a host name"),
+    (["--world", "8", "--nodelist", "n[0-9999999]"], "--nodelist names 10000000 hosts; at most 262144 are read"),
+    (["--world", "8", "--launcher", "jsrun"], "argument --launcher: invalid choice: 'jsrun'"),
+    (["--world", "abc"], "argument --world: 'abc' is not a whole number from 1 to 262144"),
+    (["--world", "0"], "argument --world: '0' is not a whole number"),
+    (["--world", "+8"], "argument --world: '+8' is not a whole number"),
+    (["--world", "٨"], "is not a whole number"),  # an Arabic-Indic eight: int() takes it, the strict reader does not
+    (["--world", "99999999999999999999"], "is not a whole number"),
+    (["--world", "8", "--cpus-per-node", "-4"], "argument --cpus-per-node"),
+    (["--world", "8", "--nodes", "2", "--ranks-per-node", "4"], "not allowed with argument"),
+    (["--world", "8", "env=auto"], "env=auto picks its preset from the hardware"),
+    (["--world", "8", "env=nope"], "unknown preset 'nope'"),
+]

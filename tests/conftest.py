@@ -10,9 +10,10 @@ import math
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import pytest
 from hypothesis import settings
@@ -24,6 +25,7 @@ settings.load_profile("bootstrap")
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ROOT / "train_stub.py"
 E2E = Path(__file__).resolve().parent / "e2e"
+CLUSTER = Path(__file__).resolve().parent / "cluster"  # the one-machine cluster's tests start processes too
 UNIT = Path(__file__).resolve().parent / "unit"
 
 
@@ -31,15 +33,52 @@ def pytest_ignore_collect(collection_path, config):
     # `-m "not e2e"` does not even import the e2e files: they insist on their engines (Lightning,
     # mpirun, Ray) at import, and the unit tests need only the `test` extra.
     path = collection_path.resolve()
-    if config.getoption("markexpr") == "not e2e" and E2E in (path, *path.parents):
+    if config.getoption("markexpr") == "not e2e" and {E2E, CLUSTER} & {path, *path.parents}:
         return True
     return None
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if E2E in Path(item.path).resolve().parents:
+        parents = Path(item.path).resolve().parents
+        if E2E in parents or CLUSTER in parents:
             item.add_marker(pytest.mark.e2e)
+        if CLUSTER in parents:
+            item.add_marker(pytest.mark.cluster)
+
+
+# -- optional parts: a test that needs one says which extra --------------------------------------------------------
+# The unit tests need only the `test` extra; a test that needs an optional part is marked
+# ``@pytest.mark.extra("plot")`` (or the module: ``pytestmark = pytest.mark.extra("plot")``). Without the part it
+# is skipped with the extra's name and the command that installs it; under CI=true (CI installs every extra) such
+# a skip is a failure, so CI still proves everything.
+EXTRA_MODULES = {"plot": "matplotlib", "mlflow": "mlflow", "wandb": "wandb", "tensorboard": "tensorboard",
+                 "lightning": "lightning", "ray": "ray", "mpi": "mpi4py", "bench": "lightning_fabric"}
+
+
+def missing_extra_message(extra: str) -> Optional[str]:
+    """None when the extra's module imports, else the line a skip (or, under CI=true, a failure) shows."""
+    import importlib
+
+    module = EXTRA_MODULES[extra]
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return f"needs the '{extra}' extra ({module} is not installed): pip install -e '.[test,{extra}]'"
+    return None
+
+
+def under_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def pytest_runtest_setup(item):
+    for marker in item.iter_markers("extra"):
+        message = missing_extra_message(marker.args[0])
+        if message is not None:
+            if under_ci():
+                pytest.fail(f"{message} [CI=true: a test that needs an extra must run]", pytrace=False)
+            pytest.skip(message)
 
 
 def _refuse_process(*args, **kwargs):
@@ -108,6 +147,139 @@ class Run:
     def report(self) -> Optional[dict]:
         path = self.out_dir / "bootstrap.json"
         return json.loads(path.read_text()) if path.exists() else None
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback now (a rendezvous's, for processes started next)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_together(commands, cwd: Path, envs, timeout: float) -> list:
+    """Start every command at once (each in its own session), wait for all; kill what outlives the deadline.
+    Returns (exit status, stdout, stderr) of each."""
+    import signal
+
+    procs = [subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True) for cmd, env in zip(commands, envs, strict=True)]
+    results = []
+    try:
+        for proc in procs:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                out, err = "", f"killed after {timeout} s"
+            results.append((proc.returncode, out, err))
+    finally:
+        for proc in procs:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.communicate()
+    return results
+
+
+# -- the machine's two cores, shared by the tests that time ranks against each other ------------------------------
+# Ranks timed against each other on this 2-core machine are judged by each other's speeds: anything else running
+# meanwhile slows one rank more than another. CI saw it twice: busy loops pinned by one xdist worker made a
+# healthy job's rank "slow" on the other (test_the_stub_under_torchrun_records_the_check), and ordinary tests on
+# the other worker slowed one node's matmul 5x in test_slow_link (its window is 80 ms: a few scheduler slices).
+# So every test holds the cores shared (the autouse fixture, in xdist's workers), and a test that runs busy loops
+# or judges ranks' speeds holds them alone (``cores()``, ``judged_cores``), with the machine to itself.
+#
+# Two file locks (they hold across xdist's workers and two suites on one machine; the kernel drops a dead
+# holder's): CORES_LOCK, shared or exclusive, and TURN, the turnstile a test passes before it takes CORES_LOCK,
+# which a test waiting for the cores alone keeps: the tests that follow wait behind it, so it is not starved by
+# a worker whose tests hold CORES_LOCK shared back to back. A test drops its own shared hold before it waits
+# for the turnstile, so two that want the cores alone never wait on each other.
+CORES_LOCK = Path(os.environ.get("TMPDIR", "/tmp")) / "hydra-train-bootstrap-tests.cores.lock"
+TURN = CORES_LOCK.with_suffix(".turn")
+CORES_WAIT_S = 1200.0  # longer than any one test holds the cores (the slowest cluster test, about 4 minutes)
+_HELD: dict = {}  # this process's open lock files: "cores", and "shared" while it holds CORES_LOCK shared
+
+
+def _flock(handle, mode: int, deadline: float) -> None:
+    import fcntl
+    import time
+
+    while True:
+        try:
+            fcntl.flock(handle, mode | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"the cores were held by another test for over {CORES_WAIT_S:g} s ({CORES_LOCK})")
+            time.sleep(0.05)
+
+
+def _lock_cores(exclusive: bool) -> None:
+    """Take CORES_LOCK (shared or alone) through the turnstile; this process holds nothing of it before."""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + CORES_WAIT_S
+    handle = _HELD.setdefault("cores", open(CORES_LOCK, "a"))
+    with open(TURN, "a") as turn:
+        _flock(turn, fcntl.LOCK_EX, deadline)
+        _flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, deadline)
+        if exclusive:  # the turnstile stays shut while this test has the cores alone: kept open in _HELD
+            _HELD["turn"] = os.dup(turn.fileno())
+
+
+def _unlock_cores() -> None:
+    import fcntl
+
+    fcntl.flock(_HELD["cores"], fcntl.LOCK_UN)
+    turn = _HELD.pop("turn", None)
+    if turn is not None:
+        os.close(turn)  # the last descriptor of that open file: the turnstile opens
+
+
+@contextmanager
+def cores() -> Iterator[None]:
+    """Hold the machine's cores alone, for a test that runs busy loops or judges ranks' speeds: no other test
+    runs meanwhile. Waits at most CORES_WAIT_S, then fails the test naming the lock."""
+    if "turn" in _HELD:  # already alone (judged_cores, then a helper that takes the cores itself)
+        yield
+        return
+    shared = _HELD.pop("shared", False)
+    if shared:
+        _unlock_cores()
+    _lock_cores(exclusive=True)
+    try:
+        yield
+    finally:
+        _unlock_cores()
+        if shared:
+            _lock_cores(exclusive=False)
+            _HELD["shared"] = True
+
+
+@pytest.fixture(autouse=True)
+def _shared_cores(request):
+    """Every test in an xdist worker holds the cores shared, so that one holding them alone runs by itself (a
+    pytest this suite starts, with ``-n 0``, holds nothing: its parent test holds them)."""
+    if not hasattr(request.config, "workerinput"):
+        yield
+        return
+    _lock_cores(exclusive=False)
+    _HELD["shared"] = True
+    try:
+        yield
+    finally:
+        if _HELD.pop("shared", False):
+            _unlock_cores()
+
+
+@pytest.fixture
+def judged_cores(_shared_cores):
+    """For a test that judges ranks' speeds and starts its processes itself: the cores, alone."""
+    with cores():
+        yield
 
 
 def clean_env(**extra: str) -> dict:

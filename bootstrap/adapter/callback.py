@@ -58,7 +58,7 @@ def _stop(error: Exception, where: str, overrides: Optional[list] = None, multir
         write_elastic_error_file(message, int(time.time()))
     if row.exits_are_retried():  # Ray re-runs a worker that exits, not one that raises
         raise JobRefused(outbound.clean(message)) from None
-    outbound.stop(message)
+    outbound.stop(message, getattr(error, "exit_code", 1))  # 1; RequeuedError's own (docs/errors.md#exit-codes)
 
 
 def _sweepers_directions(config: DictConfig) -> Optional[tuple]:

@@ -100,8 +100,26 @@ def _read(given: str, rank: int) -> Tuple[Path, records.Report]:
         raise Usage(f"{given}: cannot be read ({error})") from None
 
 
-def _here(a_report: records.Report, args: argparse.Namespace) -> records.Report:
-    """The doctor's preview with ``args.rest`` as overrides, or A's own."""
+def _recorded_config(run_dir: Path) -> Tuple[Optional[Path], Optional[str]]:
+    """The app's config directory and primary config as the run's ``.hydra/hydra.yaml`` records them (Hydra's
+    ``runtime.config_sources``, provider ``main``, and ``job.config_name``); (None, None) without them."""
+    try:
+        hydra_cfg = inbound.read_yaml_mapping(run_dir / ".hydra" / "hydra.yaml").get("hydra")
+    except (OSError, Unreadable):
+        return None, None
+    runtime, job = (hydra_cfg.get(key) if isinstance(hydra_cfg, dict) else None for key in ("runtime", "job"))
+    sources = runtime.get("config_sources") if isinstance(runtime, dict) else None
+    main = next((s for s in sources if isinstance(s, dict) and s.get("provider") == "main"
+                 and s.get("schema") == "file"), None) if isinstance(sources, list) else None
+    name = job.get("config_name") if isinstance(job, dict) else None
+    if main is None or not isinstance(main.get("path"), str) or not Path(main["path"]).is_dir():
+        return None, None
+    return Path(main["path"]), name if isinstance(name, str) else None
+
+
+def _here(a_path: Path, a_report: records.Report, args: argparse.Namespace) -> records.Report:
+    """The doctor's preview with ``args.rest`` as overrides, or A's own; on the config A's app composed where its
+    ``.hydra/`` record names it and no ``--config-path`` or ``--module`` is given."""
     from bootstrap.core import compose, jobconfig
 
     overrides = list(args.rest) if args.rest else list(a_report.overrides)
@@ -110,13 +128,22 @@ def _here(a_report: records.Report, args: argparse.Namespace) -> records.Report:
         raise Usage(f"A's override {masked_ones[0]} holds a masked secret, so it cannot be replayed: "
                     "give the overrides after A (bootstrap diff A --here OVERRIDES)")
     outbound.remember_overrides(overrides)
-    config_dir = None if args.config_path is None else Path(args.config_path)
+    config_dir, config_name, whence = None if args.config_path is None else Path(args.config_path), \
+        args.config_name, ""
+    if config_dir is None and args.module is None:  # the run's own, as its .hydra/hydra.yaml records it
+        config_dir, config_name = _recorded_config(a_path.parent)
+        whence = ", as the run's .hydra/hydra.yaml records it" if config_dir is not None else ""
+    compose.say_which(compose.which(config_dir, config_name, args.module, whence), args.json)  # JSON: stdout's
     try:
-        with compose.app_config(config_dir, args.config_name, overrides, args.module) as cfg:
+        with compose.app_config(config_dir, config_name, overrides, args.module) as cfg:
             report, _ = jobconfig.preview(cfg)
     except Exception as error:  # noqa: BLE001 - any config gets a message and exit 2, never a traceback
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise Usage(masked_text(f"cannot preview this machine: {first}", overrides)) from None
+        fix = "" if config_dir is not None or args.module is not None else \
+            " (the run's overrides are for its app's config, and the run has no .hydra/hydra.yaml naming it: pass " \
+            "--config-path <the app's config directory> --config-name <its primary config>, e.g. --config-path " \
+            "configs --config-name train)"
+        raise Usage(masked_text(f"cannot preview this machine: {first}{fix}", overrides)) from None
     report.distributed.agreement = records.Agreement(fingerprint=_known_here())
     # where the code is now: A's repository if this machine has it, else the working directory's
     git = a_report.provenance.git if a_report.provenance else None
@@ -154,21 +181,22 @@ def _ranks_apart(report_file: Path) -> List[str]:
     paths = records.report_paths(report_file.parent)
     if len(paths) < 2:
         return []
-    from bootstrap.distributed.ranks import Ranks
+    from bootstrap.distributed.ranks import ranks_on_hosts
 
-    digests: Dict[Optional[str], List[int]] = {}
+    digests: Dict[Optional[str], List[Tuple[int, Optional[str]]]] = {}
     for path in paths:
         try:
             report = records.read_report(path)
         except Unreadable:
             continue
-        digest = report.provenance.packages_digest if report.provenance else None
-        digests.setdefault(digest, []).append(report.distributed.rank)
+        found = report.provenance
+        digests.setdefault(found.packages_digest if found else None, []).append(
+            (report.distributed.rank, found.host if found else None))
     known = {digest: ranks for digest, ranks in digests.items() if digest is not None}
     if len(known) < 2:
         return []
-    first = next((digest for digest, ranks in known.items() if 0 in ranks), None)
-    return [f"packages differ from rank 0's on {Ranks.of(ranks).text()} (packages.txt {digest[:12]}; "
+    first = next((digest for digest, ranks in known.items() if any(rank == 0 for rank, _ in ranks)), None)
+    return [f"packages differ from rank 0's on {ranks_on_hosts(ranks)} (packages.txt {digest[:12]}; "
             "bootstrap diff RUN RUN --rank N names them)" for digest, ranks in known.items() if digest != first]
 
 
@@ -253,7 +281,9 @@ def _versions_apart(a: records.Report, b: Optional[records.Report]) -> Tuple[Lis
 
 # records.ADDED_IN, as the facts they show
 _ADDED_FACTS: Dict[int, FactNames] = {2: {("lint", None), ("launch", "node_rank"), ("seeds", "global_seed")},
-                                      3: {("preflight", None)}, 4: {("provenance", None)}}
+                                      3: {("preflight", None)}, 4: {("provenance", None)},
+                                      5: {("preflight", "bad nodes"), ("preflight", "on_bad"),
+                                          ("preflight", "restart_count")}}
 
 
 def _leave_out(found: job_facts.Facts, left_out: FactNames) -> job_facts.Facts:
@@ -267,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
     a_facts = job_facts.facts(a_report, a_path.parent)
     left_out: List[str] = []
     if args.here:
-        b_report = _here(a_report, args)
+        b_report = _here(a_path, a_report, args)
         left_out = sorted({*job_facts.set_by_process(a_report), *job_facts.set_by_process(b_report)})
         b_name, b_facts = HERE, job_facts.facts(b_report)
         a_facts, b_facts = (_without_variables(_without_preview_gaps(found), left_out) for found in (a_facts, b_facts))

@@ -14,6 +14,9 @@ Exit status, the job's verdict (:mod:`bootstrap.core.verdict`, which the job its
   check under ``on_mismatch=error``;
 - 2: no verdict: bad usage, or a config Hydra cannot compose (the job would not reach the
   bootstrap either).
+
+With ``--nccl-log FILE...`` the exit status is the logs' verdict alone (:mod:`bootstrap.cli.nccl_logs`): this
+machine is shown, not judged.
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
-from bootstrap.core import compose, jobconfig
+from bootstrap.core import compose, jobconfig, schema
 from bootstrap.doors import outbound, records, torch_settings
 from bootstrap.doors.errors import BootstrapError
 from bootstrap.doors.masking import masked_line, masked_override, masked_text
@@ -48,6 +51,11 @@ def _parser() -> outbound.ArgumentParser:
                              "the job")
     parser.add_argument("--run-dir", type=Path, help="a job's output directory: also say what its flight-recorder "
                                                       "dumps show (distributed.hang)")
+    parser.add_argument("--nccl-log", type=Path, nargs="+", metavar="FILE",
+                        help="judge NCCL's logs that already exist against the preset and its fabric "
+                             "(env/fabric=NAME): the exit status is the logs' verdict alone (docs/fabrics.md)")
+    parser.add_argument("--sys-root", type=Path, default=Path("/"),
+                        help="the root whose /sys and plugin directories the fabric suggestion reads (default /)")
     return parser
 
 
@@ -109,6 +117,10 @@ def _preflight(check: records.Preflight) -> List[str]:
                                    f"{_floor(check.compute_error, 'against float64')}"))
         if check.busbw_gbps is not None:
             rows.append(("all_reduce", f"bus bandwidth {check.busbw_gbps:.3g} GB/s over {check.world_size} ranks"))
+        if check.links and check.links[0].gbps is not None:  # the slowest first
+            slowest = check.links[0]
+            rows.append(("links", f"{len(check.links)} between nodes, the slowest {slowest.gbps:.3g} GB/s "
+                                  f"({' - '.join(slowest.hosts)})"))
         if check.network:
             rows.append(("NCCL network", f"{check.network} ({check.network_kind})"))
     notes = ([check.note] if check.note else []) + \
@@ -180,15 +192,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     outbound.remember_overrides(args.overrides)  # a secret typed on the command line stays out of every answer
     try:  # composed and previewed in one Hydra context: env=auto loads its preset from the app's search path
         config_dir = None if args.config_path is None else Path(args.config_path)
+        compose.say_which(compose.which(config_dir, args.config_name, args.module), args.json)  # JSON: stdout's
         with compose.app_config(config_dir, args.config_name, args.overrides, args.module) as cfg:
             report, refusals = jobconfig.preview(cfg)
     except compose.ComposeError as error:
         return _say_error(str(error), args.overrides, 2)
     except BootstrapError as error:  # what the job would stop with, before there is a plan to show
+        if args.nccl_log:  # this machine is shown, not judged
+            return _nccl_logs(args, None, [_Refusal(str(error))])
         return _say_error(f"the job would stop: {error}", args.overrides, 1)
     except Exception as error:  # noqa: BLE001 - any input gets a message and an exit status, never a traceback
         first = str(error).splitlines()[0] if str(error) else ""
         return _say_error(f"{type(error).__name__}: {first}", args.overrides, 2)
+    if args.nccl_log:  # the logs' verdict alone: this machine is shown, not judged
+        return _nccl_logs(args, report, refusals)
     if args.preflight and not refusals:  # measured where the job would reach the check
         mode = report.preflight.mode if report.preflight else None  # the preset's: the doctor measures under warn
         try:
@@ -220,6 +237,36 @@ def main(argv: Optional[List[str]] = None) -> int:
     except BrokenPipeError:  # `bootstrap doctor | head`: the reader has gone, which is not an error here
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stdout's descriptor: no second error when Python flushes
     return 1 if refusals else 0
+
+
+def _nccl_logs(args: Any, report: Optional[records.Report], refusals: list) -> int:
+    from bootstrap.cli import nccl_logs
+    from bootstrap.preflight import fabric_suggest
+
+    config_dir = None if args.config_path is None else Path(args.config_path)
+    try:
+        with compose.app_config(config_dir, args.config_name, args.overrides, args.module) as cfg:
+            preset = schema.load(jobconfig.find_preset(cfg)[1])
+    except Exception as error:  # noqa: BLE001 - any input gets a message and an exit status, never a traceback
+        return _say_error(f"no preset to judge the logs against: {outbound.finding(error, 300)}", args.overrides, 2)
+    lines, unread, stops = nccl_logs.judge(preset, args.nccl_log)
+    suggested = fabric_suggest.suggest(args.sys_root)
+    if not args.json:
+        machine = format_text(report, refusals) if report is not None else "\n".join(
+            f"this machine: the job would stop here: {refusal.message}" for refusal in refusals)
+        here = f"this machine suggests env/fabric={suggested[0]} ({suggested[1]})" if suggested else \
+            "this machine suggests no fabric"
+        outbound.say(machine + f"\n(this machine is shown, not judged: --nccl-log judges the logs; {here})\n\n"
+                     + "\n".join(lines))
+    else:
+        outbound.say_json({"nccl_log": {"lines": lines, "unread": unread, "stops": stops}})
+    for line in unread:
+        _say_error(line, args.overrides)
+    if unread:
+        return 2
+    if stops:
+        _say_error("the logs hold a finding that would have stopped the job (preflight.mode=error)", args.overrides)
+    return 1 if stops else 0
 
 
 class _Refusal:

@@ -3,7 +3,8 @@
 No task runs and nothing is applied. The shipped presets by default; an app's with
 ``CONF_DIR`` or ``--config-path``. Each ``<dir>/env/<name>.yaml`` is composed the way an app
 composes ``env=<name>`` (so a preset that extends one of ours resolves), validated, and its
-variables are linted (:mod:`bootstrap.variables.lint`). A preset is judged by the hardware it declares
+variables are linted (:mod:`bootstrap.variables.lint`); each fabric preset (``<dir>/env/fabric/<name>.yaml``) the
+same inside ``env=h100`` (``env=h100 env/fabric=<name>``). A preset is judged by the hardware it declares
 (``device`` and ``requires.compute_capability``), not by this machine's, so CI on a CPU machine
 lints GPU presets as they will run.
 
@@ -23,18 +24,32 @@ from bootstrap.doors import outbound
 from bootstrap.doors.masking import masked_text
 
 
+FABRIC_BASE = "h100"  # a fabric preset is linted inside this GPU preset (the app's, if it has one of that name)
+
+
 def preset_names(conf_dir: Path) -> List[str]:
     env_dir = conf_dir / presets.GROUP
     return sorted(p.stem for p in env_dir.glob("*.yaml") if p.is_file()) if env_dir.is_dir() else []
 
 
+def fabric_names(conf_dir: Path) -> List[str]:
+    """The fabric presets (``env/fabric/*.yaml``), each linted as ``env=h100 env/fabric=NAME``; none without h100."""
+    fabric_dir = conf_dir / presets.GROUP / presets.FABRIC_GROUP
+    if FABRIC_BASE not in preset_names(conf_dir) or not fabric_dir.is_dir():
+        return []
+    return sorted(f"{FABRIC_BASE} {presets.GROUP}/{presets.FABRIC_GROUP}={p.stem}" for p in fabric_dir.glob("*.yaml")
+                  if p.is_file())
+
+
 def lint_preset(name: str) -> dict:
-    """``{"lint": [...], "error": None}`` for one preset; inside a Hydra context for the directory."""
+    """``{"lint": [...], "error": None}`` for one preset (or ``h100 env/fabric=NAME``); inside a Hydra context for
+    the directory."""
     from bootstrap.core import schema
     from bootstrap.variables import environ, lint
 
+    base, _, fabric = name.partition(" ")
     try:
-        preset = schema.load(compose.preset(name, presets.GROUP))
+        preset = schema.load(compose.preset(base, presets.GROUP, [fabric] if fabric else []))
         values = {n: environ.normalize(n, v) for n, v in preset.vars.items() if v is not None}
     except Exception as error:  # noqa: BLE001 - a hostile preset gets its error as a line, never a traceback
         lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
@@ -45,7 +60,7 @@ def lint_preset(name: str) -> dict:
 
 def lint_dir(conf_dir: Path) -> Dict[str, dict]:
     with compose.context(conf_dir, job_name="bootstrap_lint"):
-        return {name: lint_preset(name) for name in preset_names(conf_dir)}
+        return {name: lint_preset(name) for name in [*preset_names(conf_dir), *fabric_names(conf_dir)]}
 
 
 def format_text(conf_dir: Path, results: Dict[str, dict]) -> str:

@@ -4,7 +4,8 @@ For a sweep whose process died before the summary was written, or to rank by ano
 (``--objective NAME --mode max|min``, with the callback's defaults and the sweeper's own direction read from the
 jobs' ``.hydra/hydra.yaml``). It writes ``sweep_summary.md``, ``sweep_summary.csv`` and ``sweep_summary.png``
 (``--no-plot``: no picture) into SWEEP_DIR, as a sweep's end does, and prints the markdown. Exit status: 0 when
-written, 1 when it could not be written, 2 on bad usage (SWEEP_DIR is no sweep's directory).
+written, 1 when it could not be written, 2 on bad usage (SWEEP_DIR is no sweep's directory, or holds more than
+one sweep's jobs, or single runs beside a sweep: nothing is written there).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         markdown = summary.write(args.sweep_dir, args.objective, args.mode, pictured=args.plot, standalone=True)
     except summary.NoJobs as error:
-        return _refuse(f"SWEEP_DIR {error}: {WHICH}.", 2)
+        return _refuse(f"SWEEP_DIR {error}: {WHICH}.", 2)  # nothing written
     except summary.SummaryError as error:
         return _refuse(str(error), 1)
     outbound.say(f"Sweep summary ({args.sweep_dir / summary.MD_NAME}):\n{markdown}")

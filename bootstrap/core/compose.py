@@ -131,3 +131,27 @@ def _preset_names() -> List[str]:
     loader = GlobalHydra.instance().config_loader()
     groups = (presets.GROUP, presets.ALIAS_GROUP)
     return sorted({option for group in groups for option in loader.get_group_options(group)})
+
+
+def which(config_dir: Optional[Path], config_name: Optional[str], module: Optional[str] = None,
+          whence: str = "") -> str:
+    """One line naming the config a command composes (``whence``: where the command found it, if not typed)."""
+    if module is not None:
+        return f"config: {config_name or 'config'} from what --module {module} registers, and the presets"
+    if config_dir is None:
+        return (f"config: the package's own ({presets.CONF_DIR / 'config.yaml'}, train_stub's), not an app's: for "
+                "your app's, pass --config-path <its config directory> --config-name <its primary config>")
+    return f"config: {config_name or 'config'} from {Path(config_dir).resolve()}{whence}"
+
+
+def say_which(line: str, err: bool) -> None:
+    """Say :func:`which`'s line first (``err``: on stderr, where stdout holds JSON). A reader that has gone
+    (``bootstrap doctor | head -0``) is no error here: stdout then goes nowhere, and the command goes on."""
+    import os
+
+    from bootstrap.doors import outbound
+
+    try:
+        outbound.say(line, err=err)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2 if err else 1)

@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from bootstrap.doors.masking import masked, masked_override
 from bootstrap.doors.outbound import visible
+from bootstrap.doors import records
 from bootstrap.doors.records import PROCESS, Report
 from bootstrap.doors.typed import Section
 
@@ -38,7 +39,8 @@ NOT_IN_PREVIEW = (("launch", "agreement"), ("torch", "distributed debug level (e
                   # what the task did, seen at job end: its own seeding and thread count (Lightning does both)
                   ("seeds", "task_seed"), ("threads", "intra_op at end"),
                   *(("preflight", key) for key in ("status", "median TFLOP/s", "slowest rank", "bus bandwidth GB/s",
-                                                   "network", "findings", "note")))  # measured at job start
+                                                   "network", "findings", "note", "bad nodes", "on_bad",
+                                                   "restart_count")))  # measured at job start
 
 Facts = Dict[str, Dict[str, str]]
 
@@ -184,7 +186,13 @@ def _preflight(report: Report) -> Dict[str, str]:
         ("slowest rank", f"{slowest.rank} ({slowest.host}) {_figure(slowest.tflops)} TFLOP/s"
          if slowest is not None else None),
         ("bus bandwidth GB/s", _figure(check.busbw_gbps)), ("network", check.network),
-        ("findings", [finding.message for finding in check.findings] or None), ("note", check.note)])
+        ("findings", [finding.message for finding in check.findings] or None), ("note", check.note),
+        ("bad nodes", bad_nodes(check) or None), ("on_bad", check.on_bad), ("restart_count", check.restart_count)])
+
+
+def bad_nodes(check: Optional[records.Preflight]) -> str:
+    """``node3 (slow), node7 (faulty)``: the nodes the findings named, with why; "" where none."""
+    return ", ".join(f"{bad.node} ({bad.reason})" for bad in check.bad_nodes) if check is not None else ""
 
 
 def _short(digest: Optional[str]) -> str:

@@ -53,6 +53,14 @@ LEFT_OUT = {  # path -> why it is in bootstrap.json only
     "distributed/agreement/differences": "every differing value of every rank; agreement/message names them",
 }
 
+# What survives the cap (MAX_KEYS), in this order: first the keys every run promises (the job's status, where and
+# from which code it ran, which preset), then whole sections, the small ones every comparison reads first and the
+# open-ended ones (variables, lint findings, the preflight's ranks) last; a section not named here comes after
+# these, in the report's order; keys_left_out is always the last key. Within a section, the report's order.
+FIRST = ("job/status", "job/error", "schema_version", "host", "git", "preset", "device")
+SECTION_ORDER = ("job", "found", "checks", "threads", "torch", "distributed", "seed", "timings", "overrides",
+                 "warnings", "preset_digest", "resolved", "provenance", "preflight", "lint", "vars")
+
 # MLflow's allowed characters (mlflow.utils.validation), without ':' (refused on Windows) and ' '.
 _NOT_IN_KEY = re.compile(r"[^A-Za-z0-9_./-]")
 
@@ -76,10 +84,22 @@ def view(data: Mapping[str, Any]) -> Dict[str, Scalar]:
             value = outbound.cut(outbound.printable(value, one_line=True), MAX_VALUE)
         _put(out, _key(key), value)
     if len(out) > MAX_KEYS:
-        kept = dict(list(out.items())[:MAX_KEYS - 1])
+        order = {key: index for index, key in enumerate(out)}
+        kept_keys = sorted(sorted(out, key=_priority)[:MAX_KEYS - 1], key=order.__getitem__)
+        kept: Dict[str, Scalar] = {key: out[key] for key in kept_keys}  # in the report's order
         kept[LEFT_OUT_COUNT] = len(out) - len(kept)
         return kept
     return out
+
+
+def _priority(key: str) -> Tuple[int, int]:
+    """Where a flat key stands in the cap's order (:data:`FIRST`, then :data:`SECTION_ORDER`): lower is kept first."""
+    path = key[len(PREFIX) + 1:]
+    for index, first in enumerate(FIRST):
+        if path == first or path.startswith(first + "/"):
+            return 0, index
+    section = path.split("/", 1)[0]
+    return 1, SECTION_ORDER.index(section) if section in SECTION_ORDER else len(SECTION_ORDER)
 
 
 def _visit(out: Dict[str, Any], path: str, value: Any) -> None:

@@ -174,8 +174,10 @@ def preview(config: DictConfig) -> Tuple[Report, list]:
     from bootstrap.core.session import Session
 
     if not any(key in config for key in presets.KEYS) and OmegaConf.select(config, presets.CALLBACK_KEY) is None:
-        raise ComposeError(f"The composed config has no preset: choose one, e.g. {presets.GROUP}={presets.CPU_PRESET}, "
-                           f"or '{presets.choose_override(presets.CALLBACK_KEY, presets.CPU_PRESET)}' for an app whose "
+        raise ComposeError(f"The composed config has no preset: add +{presets.GROUP}={presets.CPU_PRESET} (or another "
+                           f"preset) to the command ({presets.GROUP}={presets.CPU_PRESET} where the primary config's "
+                           f"defaults list {presets.GROUP}), or "
+                           f"'{presets.choose_override(presets.CALLBACK_KEY, presets.CPU_PRESET)}' for an app whose "
                            "primary config is a dataclass.")
     session = Session(**session_args(config))
     environ_now = {**os.environ, **{k: str(v) for k, v in session.env_set.items()}}

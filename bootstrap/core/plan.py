@@ -10,7 +10,7 @@ follows from it; ``Session.preview()`` reports it and ``Session.apply()`` carrie
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Collection, Dict, Mapping, Optional, Sequence, Tuple
 
@@ -31,6 +31,7 @@ from bootstrap.doors.lean import lean_dataclass
 from bootstrap.variables import environ
 from bootstrap.variables.readers import ProcessState
 
+PROFILE_SOURCE = "fabric profile"  # a variable the fabric's profile script exported (bootstrap.core.fabric)
 DETERMINISTIC_CUBLAS_WORKSPACE = ":4096:8"  # cuBLAS's documented workspace for deterministic results
 
 
@@ -99,6 +100,7 @@ def make_plan(
     cpus_are_own: bool = False,
     output_dir: Optional[str] = None,
     by_process: Mapping[str, str] = {},  # noqa: B006 - read only
+    fabric_vars: Mapping[str, str] = {},  # noqa: B006 - read only
 ) -> Plan:
     """The plan for ``preset`` in this process. Raises ConfigError naming ``env.<field>`` on bad input.
 
@@ -108,7 +110,8 @@ def make_plan(
     ``cpus_are_own``: given to this worker alone (see :func:`ranks_sharing_cpus`).
     ``by_process``: the variables the process set for itself before the job started, and who set them
     (``bootstrap.core.process_vars``): their source is ``process``, and a known one the preset does not set
-    is recorded too.
+    is recorded too. ``fabric_vars``: what the fabric's profile script exported (gcp_tcpxo), beneath the preset's own
+    variables; their source is ``fabric profile``.
     """
     dist = preset.distributed
     # A framework that starts its own ranks (Lightning) makes the group itself, later.
@@ -135,10 +138,13 @@ def make_plan(
     nccl_log = _nccl_log_vars(preset, {**environ_now, **requested_vars}, output_dir if distributed else None)
     derived = {n: environ.normalize(n, v)
                for n, v in {**_derived_vars(preset, threads, distributed, dump_dir), **nccl_log}.items()}
-    decisions = environ.plan_vars({**derived, **requested_vars},  # the preset's own entries win over derived ones
+    profile = {n: environ.normalize(n, v) for n, v in fabric_vars.items()}
+    decisions = environ.plan_vars({**derived, **profile, **requested_vars},  # the preset's own win over derived ones
                                   environ_now, env_set, explicit_vars, state,
                                   by_launcher={name: launch.launcher.value for name in by_launcher},
                                   by_process=by_process)
+    decisions = [replace(d, source=PROFILE_SOURCE) if d.source == "preset" and d.name in profile
+                 and d.name not in requested_vars else d for d in decisions]
     # a launcher's own value (Ray's OMP_NUM_THREADS, set in the worker's process) is the launcher's, not the process's
     decisions += _found_set_by_process(by_process, environ_now, {d.name for d in decisions} | set(by_launcher))
     _check_buffer_sizes(decisions)

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from bootstrap.core.plan import Plan
 from bootstrap.core.schema import EnvConfig
 from bootstrap.doors import records
-from bootstrap.preflight.request import PICTURE, PREFIX, Floors, Request, message, planned, skipped_because, stops
+from bootstrap.doors.errors import ConfigError, PreflightError
+from bootstrap.preflight.request import (PICTURE, PREFIX, Floors, Request, capped, message, planned, skipped_because,
+                                         stops)
 
 if TYPE_CHECKING:  # (it imports torch's helpers: imported where used)
     from bootstrap.distributed.group import ProcessGroup
+
+Session = Any  # bootstrap.core.session.Session, which calls now() and never_ran(): not imported, imports point one way
 
 _checks = [0]  # checks made by this process: each job of a one-process sweep checks again, in the same order
 
@@ -42,13 +46,19 @@ def request(preset: EnvConfig, plan: Plan, device: str, group: Optional[ProcessG
     _checks[0] += 1
     floors, network, note = Floors(wanted.min_tflops, wanted.min_busbw_gbps, wanted.min_node_busbw_gbps), \
         wanted.network.value if wanted.network else None, None
+    fabric = preset.fabric
+    if fabric.min_busbw_gbps is not None and launch.world_size > max(1, launch.local_world_size):  # several nodes
+        floors = Floors(wanted.min_tflops, max(wanted.min_busbw_gbps or 0.0, fabric.min_busbw_gbps),
+                        wanted.min_node_busbw_gbps)  # the fabric's published floor, for a job across nodes
     if device.split(":")[0] != preset.device.value:  # on_mismatch=warn let a GPU preset run on the CPU
         floors, network = Floors(), None
         note = f"the floors are for {preset.device.value}, and this job runs on {device}: the ranks compared only"
     return Request(
         mode=wanted.mode.value, seconds=_budget(preset), max_skew=wanted.max_skew, floors=floors, note=note,
-        sizes_mb=tuple(wanted.sizes_mb), network=network, device=device,
+        sizes_mb=tuple(wanted.sizes_mb), network=network, device=device, fabric=fabric.name.value,
+        fabric_gdr=fabric.gdr,
         backend=backend, rank=launch.rank, world_size=launch.world_size, node_rank=launch.node_rank, host=host(),
+        ranks_here=1 if device.startswith("cuda") else launch.local_world_size,
         nccl_log_dir=Path(plan.nccl_log_dir) if plan.nccl_log_dir else None,
         store_key=run_key(os.environ, launch, _checks[0], PREFIX), key=key, always=always,
         # rank 0 draws the world's figures, into the job's directory (the doctor measures and writes nothing)
@@ -66,6 +76,93 @@ def run(preset: EnvConfig, plan: Plan, device: str, group: Optional[ProcessGroup
     return check.run(wanted)
 
 
+def warnings(record: records.Preflight) -> List[str]:
+    """What the job warns of, besides the findings: the sizes the check did not measure (budget, memory)."""
+    return [f"preflight: {line}" for line in capped(record)]
+
+
 def refusal(record: records.Preflight, key: str) -> Optional[str]:
     """The message the job stops with, or None when the record lets it train."""
     return message(record, key) if stops(record) else None
+
+
+
+def _waits(record: Optional[records.Preflight], group: Optional[ProcessGroup]) -> bool:
+    """Whether a check that was asked for (``mode=error|warn``) has compared no ranks for want of a process group at
+    the job's start: one that a framework makes later (Lightning's DDP) is checked then (:func:`now`)."""
+    from bootstrap.distributed.group import GroupState
+
+    return record is not None and record.mode in ("error", "warn") and (record.world_size or 1) < 2 and (
+        group is None or group.state is GroupState.NONE)
+
+
+def now(session: Session) -> Optional[records.Preflight]:
+    """``session.preflight_now()``: the check of a job whose framework made the process group after the job started
+    (Lightning's DDP makes it in ``Trainer.fit``; :class:`bootstrap.integrations.lightning.BootstrapLogging` calls
+    this at the trainer's setup). It runs once, where it was asked for and found no group at the start, on the
+    default group, and every rank of that group must call it. Returns its record (None: nothing ran, or still no
+    group of several ranks). A finding that stops the job ends it as at the start: recorded ``check_failed``, the
+    process restored, and :class:`~bootstrap.doors.errors.PreflightError` raised; under ``warn`` the findings are
+    warnings, in the report as it is written again."""
+    from bootstrap.core import report
+    from bootstrap.core.report import JobEnd, JobStatus
+
+    record, plan = session.report, session.plan
+    if record is None or plan is None or not _waits(record.preflight, session._group):
+        return None
+    checked = once_grouped(session.preset, plan, session.device, session.key)
+    if checked is None:
+        return None
+    record.preflight, record.timings.preflight_s = checked, checked.seconds
+    stop = refusal(checked, session.key)
+    if stop:
+        session.close(JobStatus.CHECK_FAILED, error=stop)
+        raise PreflightError(stop)
+    for finding in checked.findings:
+        report.warn(record.warnings, f"preflight: {finding.message}")
+    session._end(JobEnd(JobStatus.RUNNING))  # written again, with the check
+    return checked
+
+
+def once_grouped(preset: EnvConfig, plan: Plan, device: str, key: str) -> Optional[records.Preflight]:
+    """The check on the default process group as it is now; None where there is none of more than one rank."""
+    import dataclasses
+
+    import torch.distributed as dist
+
+    from bootstrap.distributed import launcher
+    from bootstrap.distributed.group import GroupState, ProcessGroup
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return None
+    rank, world = dist.get_rank(), dist.get_world_size()
+    try:  # the framework's variables as they are now (Lightning's rank 0 has them once it has started its ranks)
+        launch = launcher.detect_running(os.environ, preset.distributed.master_addr, preset.distributed.master_port,
+                                         group_exists=True)
+    except ConfigError:  # variables that contradict each other: the group's own numbers below
+        launch = plan.launch
+    if (launch.rank, launch.world_size) != (rank, world):  # one node assumed: every rank assumes the same
+        launch = dataclasses.replace(plan.launch, rank=rank, world_size=world, local_rank=rank, local_world_size=world,
+                                     node_rank=0)
+    group = ProcessGroup(GroupState.EXISTING, backend=str(dist.get_backend()))
+    checked = run(preset, dataclasses.replace(plan, launch=launch), device, group, key)
+    checked.note = "; ".join(filter(None, [checked.note, "checked once the framework had made its process group"]))
+    return checked
+
+
+def never_ran(session: Session, group_at_end: Optional[dict]) -> None:
+    """At the job's end: a warning, on every rank, for a check that was asked for and never compared the ranks,
+    because a framework made a group of several after the job started and nothing ran the check once it existed."""
+    from bootstrap.core import report
+
+    record = session.report
+    checked = record.preflight if record is not None else None
+    if record is None or checked is None or group_at_end is None or group_at_end.get("world_size", 1) < 2 or \
+            not _waits(checked, session._group):
+        return
+    report.warn(record.warnings, (
+        f"preflight: {session.key}.preflight.mode={checked.mode} was asked for, but the ranks were never "
+        f"compared: a framework made the process group of {group_at_end['world_size']} ranks after the job started, "
+        "and nothing ran the check once it existed (Lightning: add bootstrap.integrations.lightning.BootstrapLogging "
+        "to the trainer's callbacks; any other framework: call bootstrap.current().preflight_now() on every rank "
+        "once its group exists)"))

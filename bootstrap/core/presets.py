@@ -13,6 +13,7 @@ CONF_DIR = Path(__file__).resolve().parents[1] / "conf"  # this checkout's conf/
 PRESET_DIR = CONF_DIR / "env"
 
 GROUP = "env"
+FABRIC_GROUP = "fabric"  # the fabric presets, a group inside the presets: env/fabric=aws_efa (conf/env/fabric)
 # The same presets again, for apps that already have a config group named ``env``.
 ALIAS_GROUP = "bootstrap_env"
 # Where a job config keeps its preset, in the order they are tried: an app that uses

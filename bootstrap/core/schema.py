@@ -14,7 +14,6 @@ import enum
 import functools
 import hashlib
 import json
-import math
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union, cast
@@ -125,9 +124,12 @@ class PreflightMode(str, enum.Enum):
 
 
 class Network(str, enum.Enum):  # the network NCCL must pick (its "Using network" line), read from its own log
-    ib = "ib"  # InfiniBand or RoCE (NCCL's IB transport, or a plugin's IBext)
+    ib = "ib"  # InfiniBand (NCCL's IB transport, or a plugin's IBext)
+    roce = "roce"  # RoCE: NCCL's IB transport over Ethernet (its devices' link layer is RoCE)
     efa = "efa"  # AWS EFA through the aws-ofi-nccl plugin (Libfabric)
     socket = "socket"  # TCP sockets
+    fastrak = "fastrak"  # Google's GPUDirect-TCPXO plugin (A3 Mega): "Using network FasTrak"
+    tcpx = "tcpx"  # Google's GPUDirect-TCPX plugin (A3 High): "Using network GPUDirectTCPX_v7"
     any = "any"  # record the network without expecting one
 
 
@@ -141,6 +143,39 @@ class Preflight:  # see bootstrap.preflight: every rank proves it computes right
     seconds: float = 5.0  # the check's time budget (at most distributed.timeout_s)
     sizes_mb: List[float] = field(default_factory=lambda: [1.0])  # the all_reduce's message sizes, in MB
     network: Optional[Network] = None  # NCCL only: the network expected; null: NCCL's log is not read
+
+
+class FabricName(str, enum.Enum):  # the cluster's fabric (conf/env/fabric/*.yaml, docs/fabrics.md)
+    none = "none"  # nothing set, nothing checked beyond preflight.network (the default)
+    socket = "socket"  # TCP sockets, on purpose
+    ib = "ib"  # InfiniBand
+    roce = "roce"  # RoCE
+    aws_efa = "aws_efa"  # AWS EFA through aws-ofi-nccl
+    gcp_tcpxo = "gcp_tcpxo"  # Google A3 Mega: GPUDirect-TCPXO (FasTrak)
+    gcp_tcpx = "gcp_tcpx"  # Google A3 High: GPUDirect-TCPX
+
+
+@dataclass
+class Fabric:  # see docs/fabrics.md: set little, and prove from NCCL's log that the network is the one expected
+    name: FabricName = FabricName.none  # the fabric's preset (env/fabric=NAME)
+    vars: Dict[str, Any] = field(default_factory=dict)  # what the fabric still needs; the preset's vars win
+    network: Optional[Network] = None  # the network NCCL must choose; null: preflight.network alone decides
+    min_busbw_gbps: Optional[float] = None  # floor for the world's all_reduce when the job spans nodes (published)
+    gdr: bool = False  # GPUDirect RDMA expected: "/GDRDMA" on NCCL's NET channel lines
+    profile: Optional[str] = None  # gcp_tcpxo: the plugin's nccl-env-profile.sh, run once in a subshell
+class OnBad(str, enum.Enum):
+    stop = "stop"  # the job stops, naming the bad nodes (as the preflight does without env.nodes)
+    requeue = "requeue"  # under sbatch: exclude them from the job and requeue it (SLURM places it elsewhere)
+
+
+@dataclass
+class Nodes:  # see bootstrap.core.nodes: the nodes a preflight finding names, recorded, kept out and retried
+    exclude_file: Optional[str] = None  # a shared file every finding is appended to, read at each job start; null: none
+    exclude_ttl_h: float = 24.0  # hours an entry keeps its node out after it was observed
+    ignore: List[str] = field(default_factory=list)  # hosts to run on even when the file lists them
+    on_bad: OnBad = OnBad.stop  # what a stopping finding that names a node does
+    max_requeues: int = 2  # on_bad=requeue: requeues of one job (SLURM_RESTART_COUNT) before it stops
+    drain: bool = False  # also run the printed `scontrol update NodeName=... State=DRAIN` (needs an administrator)
 
 
 @dataclass
@@ -165,6 +200,8 @@ class EnvConfig:
     seed_offset: SeedOffset = SeedOffset.rank  # how each rank's data seed differs (see bootstrap.distributed.seeding)
     preflight: Preflight = field(default_factory=Preflight)  # a short measurement on every rank before training
     provenance: Provenance = field(default_factory=Provenance)  # the job's git state, packages, host, container
+    fabric: Fabric = field(default_factory=Fabric)  # the cluster's network (env/fabric=NAME): docs/fabrics.md
+    nodes: Nodes = field(default_factory=Nodes)  # bad nodes: recorded, kept out (a shared list), retried elsewhere
 
 
 def is_timeout(value: Any) -> bool:
@@ -175,6 +212,7 @@ def is_timeout(value: Any) -> bool:
 def validate(preset: EnvConfig) -> EnvConfig:
     """Check what the type system could not; raise ConfigError naming ``env.field``."""
     # Here, not at module level: every Hydra app in the environment imports this module (the plugin scan).
+    from bootstrap.core import section_checks
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
 
@@ -210,7 +248,8 @@ def validate(preset: EnvConfig) -> EnvConfig:
                           f"{PRESET_KEY}.provenance.seconds=10; or set {PRESET_KEY}.provenance.enabled=false.")
     if dist.master_port is not None and not 0 < dist.master_port < 65536:
         raise ConfigError(f"{PRESET_KEY}.distributed.master_port={dist.master_port} is not a TCP port (1-65535).")
-    _validate_preflight(preset.preflight, dist.timeout_s)
+    section_checks.preflight(preset.preflight, dist.timeout_s, preset.device.value)
+    section_checks.nodes(preset.nodes)
     req = preset.requires
     for name in ("python", "torch", "cuda", "nccl"):
         spec = getattr(req, name)
@@ -234,29 +273,6 @@ def validate(preset: EnvConfig) -> EnvConfig:
     if req.gpus is not None and req.gpus < 0:
         raise ConfigError(f"{PRESET_KEY}.requires.gpus={req.gpus} is negative. Use a minimum count such as 1, or null.")
     return preset
-
-
-MAX_MESSAGE_MB = 16384  # one all_reduce message: 16 GiB is past any link's plateau, and fits a GPU's memory
-MAX_SIZES = 8  # message sizes per check
-
-
-def _validate_preflight(check: Preflight, timeout_s: int) -> None:
-    where = f"{PRESET_KEY}.preflight"
-    for name in ("min_tflops", "min_busbw_gbps", "min_node_busbw_gbps"):
-        value = getattr(check, name)
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            raise ConfigError(f"{where}.{name}={value} is not a floor. Use a figure >= 0, e.g. {where}.{name}=50, "
-                              f"or null for none.")
-    if not (math.isfinite(check.max_skew) and check.max_skew > 1):
-        raise ConfigError(f"{where}.max_skew={check.max_skew} must be above 1 (a rank this many times slower than "
-                          f"the others' median is named), e.g. {where}.max_skew=2.")
-    if not (math.isfinite(check.seconds) and 0 < check.seconds <= timeout_s):
-        raise ConfigError(f"{where}.seconds={check.seconds} must be positive and at most "
-                          f"{PRESET_KEY}.distributed.timeout_s ({timeout_s}), e.g. {where}.seconds=5.")
-    sizes = list(check.sizes_mb)
-    if not 0 < len(sizes) <= MAX_SIZES or not all(math.isfinite(s) and 0 < s <= MAX_MESSAGE_MB for s in sizes):
-        raise ConfigError(f"{where}.sizes_mb={sizes} must list 1 to {MAX_SIZES} message sizes in MB, each above 0 "
-                          f"and at most {MAX_MESSAGE_MB}, e.g. {where}.sizes_mb=[1] on a CPU or [64,256] on GPUs.")
 
 
 FREE_FORM = ("vars", "distributed.mesh")  # maps whose keys are the user's: variable names, mesh dimensions
@@ -306,10 +322,23 @@ def check_keys(tree: Any) -> None:
                       f"{', '.join(known)}.")
 
 
+def with_fabric(preset: EnvConfig) -> EnvConfig:
+    """``preset`` with its fabric's variables beneath its own, and the fabric's network where it expects none
+    (docs/fabrics.md; the rest of the fabric's work is bootstrap.core.fabric's)."""
+    fabric = preset.fabric
+    if not fabric.vars and fabric.network is None:
+        return preset
+    preflight = preset.preflight
+    if fabric.network is not None and preflight.network in (None, Network.any):
+        preflight = dataclasses.replace(preflight, network=fabric.network)
+    return dataclasses.replace(preset, vars={**fabric.vars, **preset.vars}, preflight=preflight)
+
+
 def load(env_cfg: Any) -> EnvConfig:
-    """Turn a DictConfig, a dict or an EnvConfig into a validated EnvConfig; ConfigError names ``env.<field>``."""
+    """Turn a DictConfig, a dict or an EnvConfig into a validated EnvConfig, its fabric's variables and network
+    merged in (:func:`with_fabric`); ConfigError names ``env.<field>``."""
     if isinstance(env_cfg, EnvConfig):
-        return validate(env_cfg)
+        return with_fabric(validate(env_cfg))
     from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
@@ -326,7 +355,7 @@ def load(env_cfg: Any) -> EnvConfig:
         rest = full_key[len(path):].lstrip(".") if path and full_key.startswith(path) else full_key
         where = f"{PRESET_KEY}.{rest}" if rest else PRESET_KEY
         raise ConfigError(f"{where}: {str(e).splitlines()[0]}") from None
-    return validate(preset)
+    return with_fabric(validate(preset))
 
 
 def digest(preset: EnvConfig) -> str:
@@ -354,9 +383,11 @@ def register() -> None:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     _store_on_first_use("bootstrap/schema", "env", lambda: EnvConfig)
-    for path in sorted(presets.PRESET_DIR.glob("*.yaml")):
-        _store_on_first_use(presets.ALIAS_GROUP, path.stem, provider="hydra-train-bootstrap",
-                            make=lambda path=path: yaml.load(path.read_text(), Loader=loader))
+    for group, folder in ((presets.ALIAS_GROUP, presets.PRESET_DIR),
+                          (f"{presets.ALIAS_GROUP}/{presets.FABRIC_GROUP}", presets.PRESET_DIR / presets.FABRIC_GROUP)):
+        for path in sorted(folder.glob("*.yaml")):
+            _store_on_first_use(group, path.stem, provider="hydra-train-bootstrap",
+                                make=lambda path=path: yaml.load(path.read_text(), Loader=loader))
 
 
 def _store_on_first_use(group: str, name: str, make: Any, provider: Optional[str] = None) -> None:

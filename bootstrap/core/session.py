@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Collection, List, Mapping, Optional, Sequence, Tuple, cast
 
-from bootstrap.core import active, agreement, preflight, presets, report, runtime, schema, verdict, versions
+from bootstrap.core import (active, agreement, fabric, nodes, preflight, presets, report, runtime, schema, startup,
+                            verdict, versions)
 from bootstrap.core.changes import ProcessChanges, sigterm_held
-from bootstrap.core.plan import Plan, make_plan
+from bootstrap.core.plan import Plan
 from bootstrap.core.process_vars import set_by_process
 from bootstrap.core.report import Applied, JobEnd, JobInfo, JobStatus
 from bootstrap.distributed import launcher, seeding
@@ -72,8 +73,7 @@ class Session:
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.job_num = job_num
         self.report: Optional[Report] = None  # the job's record (bootstrap.json) once apply() has made it
-        self.plan: Optional[Plan] = None
-        self.launch: Optional[launcher.Launch] = None
+        self.plan, self.launch = cast(Optional[Plan], None), cast(Optional[launcher.Launch], None)
         self.resolved: Optional[Choice] = None  # env=auto: what it chose
         self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
         self.preset_digest: Optional[str] = None  # schema.digest of the preset the plan was made from
@@ -107,6 +107,10 @@ class Session:
             self.report.provenance, self.report.timings.provenance_s = self._provenance_so_far(wait=True)
         return flat.flat(self.report)
 
+    def preflight_now(self) -> Optional[records.Preflight]:
+        """The check, once a framework has made the process group after the start (:func:`preflight.now`)."""
+        return preflight.now(self)
+
     def __enter__(self) -> "Session":
         return self.apply()
 
@@ -125,12 +129,7 @@ class Session:
     # -- deciding ----------------------------------------------------------------------------
     def detect_launch(self) -> launcher.Launch:
         """How this process was started (torchrun, Lightning, submitit, srun or single). Reads the environment."""
-        dist_cfg = self.preset.distributed
-        try:
-            self.launch = launcher.detect_running(os.environ, dist_cfg.master_addr, dist_cfg.master_port,
-                                                  group_exists=group_in_use())
-        except ConfigError as error:
-            raise ConfigError(f"{self.key}.distributed: {error}") from None
+        self.launch = startup.detect_launch(self.preset, os.environ, self.key, group_exists=group_in_use())
         return self.launch
 
     def _make_plan(self, environ_now: Mapping[str, str], warnings: List[str]) -> Plan:
@@ -139,17 +138,18 @@ class Session:
 
             # On a GPU this reads the compute capability, which creates the CUDA context before
             # the chosen preset's variables are set: CUDA_* ones then reach children only.
-            self.preset, self.resolved = auto.resolve(self.key, self.job_overrides, versions.detect())
+            chosen, self.resolved = auto.resolve(self.key, self.job_overrides, versions.detect())
+            self.preset = fabric.carried(chosen, self.preset.fabric)  # env=auto env/fabric=ib: the job's fabric
             report.warn(warnings, self.resolved.warning)
         self.preset_digest = schema.digest(self.preset)  # once per job: the report and the ranks' comparison
-        launch = self.launch or self.detect_launch()
-        own_cpus = launch.row.own_cpus()
-        by_process = set_by_process(environ_now, self.env_set, launch, self.output_dir)
-        self.plan = make_plan(self.preset, environ_now=environ_now, env_set=self.env_set, by_process=by_process,
-                              explicit_vars=self.explicit_vars, state=readers.current_state(),
-                              cpus=own_cpus or versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
-                              launcher_cpus=versions.launcher_cpus(), cpus_are_own=own_cpus is not None,
-                              launch=launch, output_dir=str(self.output_dir) if self.output_dir else None)
+        machine = startup.Machine(cpus=versions.usable_cpus(), machine_cpus=os.cpu_count() or 1,
+                                  launcher_cpus=versions.launcher_cpus(), state=readers.current_state())
+        # the one start-up a dry run shares (bootstrap dryrun): this process's environment and machine
+        self.plan = startup.plan_rank(
+            self.preset, environ_now, machine, self.launch or self.detect_launch(), env_set=self.env_set,
+            explicit_vars=self.explicit_vars, output_dir=str(self.output_dir) if self.output_dir else None,
+            by_process=lambda launch: set_by_process(environ_now, self.env_set, launch, self.output_dir),
+            fabric_vars=fabric.prepare(self.preset, environ_now, warnings))
         return self.plan
 
     def _device(self, plan: Plan, found: versions.Found) -> Optional[str]:
@@ -228,7 +228,8 @@ class Session:
             # creates the CUDA context, which reads CUDA_* variables.
             found = versions.detect()
             checks = versions.check(self.preset.requires, found, plan.device_type)
-            mismatch = verdict.after_checks(self.preset, self.name, checks, cpu_override=self.cpu_override)
+            mismatch = verdict.after_checks(self.preset, self.name, checks, cpu_override=self.cpu_override) or \
+                nodes.at_start(self.preset, self.key, warnings, agreement.host())  # before the process group
             if mismatch:
                 self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, mismatch.message,
                              started_ns=started_ns)
@@ -262,13 +263,16 @@ class Session:
                 self._changes.watcher = flightrec.Watcher(self._changes.recorder, self._end_stuck)
                 self._changes.watcher.start()
             checked = preflight.run(self.preset, plan, device, self._group, self.key, self.preflight_always)
-            stop = preflight.refusal(checked, self.key)
-            if stop:
-                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, stop,
+            stopped = nodes.after_preflight(self.preset, plan, checked, preflight.refusal(checked, self.key), self.key,
+                                            warnings)  # the bad nodes recorded; the error a stop raises
+            if stopped:
+                self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, str(stopped.args[0]),
                              started_ns=started_ns, agreed=agreed, checked=checked)
-                raise PreflightError(stop)
+                raise stopped
             for found_slow in checked.findings:
                 report.warn(warnings, f"preflight: {found_slow.message}")
+            for line in preflight.warnings(checked):
+                report.warn(warnings, line)
             seeded = seeding.seed_everything(plan.global_seed) if plan.global_seed is not None else []
             self._torch_seed = seeding.torch_seed()  # a different one at job end: the task re-seeded
             for line in environ.late_warnings(plan.vars):
@@ -300,11 +304,10 @@ class Session:
     def _agree(self, plan: Plan, found: versions.Found, intra_op: int,
                inter_op: int) -> Tuple[records.Agreement, Optional[Store]]:
         """Compare this rank with rank 0; returns the outcome and the store it made for the group, if any."""
-        facts = agreement.Facts(
-            versions={"python": found.python, "torch": found.torch, "cuda": found.cuda, "cudnn": found.cudnn,
-                      "nccl": found.nccl, "hip": found.hip, "bootstrap": found.bootstrap},
-            preset=self.name, preset_digest=self.preset_digest or "", device_type=plan.device_type,
-            intra_op=intra_op, inter_op=inter_op, torch=plan.torch, debug_level=runtime.debug_level())
+        facts = startup.agreement_facts(
+            {"python": found.python, "torch": found.torch, "cuda": found.cuda, "cudnn": found.cudnn,
+             "nccl": found.nccl, "hip": found.hip, "bootstrap": found.bootstrap},
+            self.name, self.preset_digest or "", plan, intra_op, inter_op, runtime.debug_level())
         agreed, store = agreement.check(
             self.preset.distributed.agree.value, plan.launch, facts, self.output_dir,
             bool(plan.distributed and plan.create_group), self.preset.distributed.timeout_s,
@@ -372,7 +375,7 @@ class Session:
         """A job that did not complete under a process group: every rank's flight-recorder dump, and
         what they show (the report's ``distributed.hang``)."""
         recorder = self._changes.recorder if self._changes is not None else None
-        if status is JobStatus.COMPLETED or recorder is None or self.report is None:
+        if status in (JobStatus.COMPLETED, JobStatus.CHECK_FAILED) or recorder is None or self.report is None:
             return None
         reason = f"job {status.value}" + (f": {type(error).__name__}" if isinstance(error, BaseException) else "")
         return recorder.collect(reason)
@@ -402,6 +405,7 @@ class Session:
         made_here = self._group is not None and self._group.state is GroupState.CREATED
         seed_now = seeding.torch_seed()
         job_end.group_at_end = group.group_in_use(made_here)
+        preflight.never_ran(self, job_end.group_at_end)  # a check asked for that a framework's group came too late for
         job_end.intra_op_now = runtime.intra_op_now()
         job_end.task_seed = seed_now if self._torch_seed is not None and seed_now != self._torch_seed else None
 

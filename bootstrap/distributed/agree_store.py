@@ -11,7 +11,8 @@ rank marks itself here, counts itself in, waits for the last, and reads how many
 - every rank: 5 operations whatever the world size (rank 0: set, set, add, get, add; the others: get,
   set, add, get, add; the last rank to arrive sets where the others get);
 - a rank that differs: 2 more (add, set); and only when some differ does each rank read their
-  records, at most :data:`MAX_NAMED` of them.
+  records, at most :data:`MAX_NAMED` of them, then count itself as having read them (add; the last sets a
+  mark, rank 0 waits for it), so that rank 0, which hosts the store, leaves last when the job stops.
 
 Every wait shares one budget, the user's ``env.distributed.timeout_s`` (:class:`waits.Deadline`). When
 it runs out, the ranks that never marked themselves here are found by halving (``store.check`` on a
@@ -137,7 +138,24 @@ def exchange(store: "Store", key: str, rank: int, world_size: int, host: str, po
     slots = range(1, min(count, MAX_NAMED) + 1)
     records = store.multi_get([f"{key}/odd/{slot}" for slot in slots]) if count else []
     odd = [_read(data, OddRank, f"odd record {slot}") for slot, data in zip(slots, records, strict=True)]
+    if count:
+        _all_read(store, key, rank, world_size, deadline)
     return Exchanged(reference, own, sorted(odd, key=lambda record: record.rank), count)
+
+
+def _all_read(store: "Store", key: str, rank: int, world_size: int, deadline: Deadline) -> None:
+    """When some rank differs the job may stop here; rank 0, whose process hosts the store under srun, mpirun
+    and the like, leaves only once every rank has read the odd records: a rank still reading from a store that
+    went away gets torch's TCPStore warning with C++ frames ("frame #0: c10::Error::Error") and another error
+    than the one its peers stop with. Each rank adds itself, the last sets the mark, rank 0 waits for it
+    (within ``deadline``; a rank that never comes costs rank 0 the rest of it, and nothing more)."""
+    if store.add(f"{key}/read", 1) == world_size:
+        store.set(f"{key}/all_read", "1")
+    elif rank == 0:
+        try:
+            deadline.bound(store).get(f"{key}/all_read")
+        except RuntimeError:  # a rank that left without reading: rank 0 goes on, as it did before
+            pass
 
 
 def _waiting(store: "Store", name: str, deadline: Deadline, key: str, world_size: int) -> bytes:

@@ -7,9 +7,9 @@ cannot be read is refused with a ConfigError naming the variable, its value and 
 from __future__ import annotations
 
 import re
-from typing import List, Mapping, Optional, Tuple
+from typing import Mapping, Optional, Tuple
 
-from bootstrap.doors import outbound
+from bootstrap.distributed import hostlist
 from bootstrap.doors.errors import ConfigError
 
 # The port range for a port derived from a job id: above the well-known and
@@ -18,6 +18,7 @@ DERIVED_PORT_BASE = 20000
 DERIVED_PORT_SPAN = 10000
 MAX_PORT = 65535
 MAX_RANKS = 2**31 - 1  # torch holds ranks and world sizes in a C int
+_NODELIST = "SLURM_NODELIST"
 
 
 def _quoted(name: str, value: str, limit: int = 24) -> str:
@@ -52,43 +53,14 @@ def count(environ: Mapping[str, str], name: str, default: Optional[int] = None) 
 
 def first_host(nodelist: str) -> Optional[str]:
     """The first host of SLURM's compact list, without expanding the rest (``n[0-9999999]`` is cheap)."""
-    items = _split_top_level(nodelist)
+    items = hostlist.split_items(nodelist, _NODELIST)
     if not items:
         return None
     match = re.search(r"\[([^\]]*)\]", items[0])
     if match is None:
         return items[0]
-    first = _range_bounds(match.group(1).split(",")[0], match.group(1))[0]
+    first = hostlist.range_bounds(match.group(1).split(",")[0], match.group(1), _NODELIST)[0]
     return first_host(items[0][: match.start()] + first + items[0][match.end():])
-
-
-def _split_top_level(text: str) -> List[str]:
-    items, depth, current = [], 0, ""
-    for char in text:
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-            if depth < 0:
-                raise ConfigError(f"SLURM_NODELIST={text!r} has an unmatched ']'.")
-        if char == "," and depth == 0:
-            items.append(current)
-            current = ""
-        else:
-            current += char
-    if depth != 0:
-        raise ConfigError(f"SLURM_NODELIST={text!r} has an unmatched '['.")
-    items.append(current)
-    return [item for item in items if item]
-
-
-def _range_bounds(part: str, group: str) -> Tuple[str, str]:
-    low, _, high = part.partition("-")
-    if not re.fullmatch(r"\d{1,18}", low, re.ASCII) or (high and not re.fullmatch(r"\d{1,18}", high, re.ASCII)):
-        raise ConfigError(f"Cannot read the host range [{outbound.shown(group)}] in SLURM_NODELIST.")
-    if high and int(high) < int(low):
-        raise ConfigError(f"The host range [{outbound.shown(group)}] in SLURM_NODELIST runs backwards.")
-    return low, high or low
 
 
 def slurm_job_id(environ: Mapping[str, str]) -> Optional[str]:
@@ -96,6 +68,13 @@ def slurm_job_id(environ: Mapping[str, str]) -> Optional[str]:
     if environ.get("SLURM_ARRAY_JOB_ID") and environ.get("SLURM_ARRAY_TASK_ID"):
         return f"{environ['SLURM_ARRAY_JOB_ID']}_{environ['SLURM_ARRAY_TASK_ID']}"
     return environ.get("SLURM_JOB_ID") or None
+
+
+def slurm_attempt(environ: Mapping[str, str]) -> Optional[Tuple[str, int]]:
+    """A SLURM job's id (SLURM_JOB_ID, as ``scontrol`` takes it) and its requeues so far (SLURM_RESTART_COUNT, which
+    SLURM sets from the first requeue on: 0 where unset); None outside SLURM."""
+    job = environ.get("SLURM_JOB_ID")
+    return (job, count(environ, "SLURM_RESTART_COUNT", 0)) if job else None
 
 
 def tasks_on_node(compact: str, node: int) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, List, Tuple
+from typing import Iterable, Iterator, List, Optional, Tuple
 
 MAX_SPANS_SHOWN = 12  # a list of ranks longer than this many spans is cut short in a message
 
@@ -102,3 +102,18 @@ class Ranks:
 def ranks_text(ranks: Iterable[int]) -> str:
     """:meth:`Ranks.text` of ranks given one by one."""
     return Ranks.of(ranks).text()
+
+
+MAX_HOSTS_SHOWN = 4
+
+
+def ranks_on_hosts(ranks: Iterable[Tuple[int, Optional[str]]]) -> str:
+    """``rank 2 (node3)``, ``ranks 2-5 (node3, node4)``: ranks with the distinct hosts they ran on (a host not
+    known is left out), at most :data:`MAX_HOSTS_SHOWN` named. Hosts as reports hold them (already cleaned)."""
+    pairs = list(ranks)
+    hosts = list(dict.fromkeys(host for _, host in pairs if host))
+    text = Ranks.of(rank for rank, _ in pairs).text()
+    if not hosts:
+        return text
+    shown = ", ".join(hosts[:MAX_HOSTS_SHOWN]) + (f", ... ({len(hosts)} hosts)" if len(hosts) > MAX_HOSTS_SHOWN else "")
+    return f"{text} ({shown})"

@@ -61,6 +61,18 @@ class PreflightError(BootstrapError):
     (the message names the ranks, their hosts, the figure and what it was measured against)."""
 
 
+class BadNodeError(BootstrapError):
+    """This rank's host is listed in ``nodes.exclude_file`` (not expired, not ignored): it stops before the process
+    group (the message names the entry and, under SLURM, the ``--exclude`` to use)."""
+
+
+class RequeuedError(BootstrapError):
+    """With ``nodes.on_bad: requeue`` under sbatch, the job excluded its bad nodes and requeued itself: it ends
+    with ``exit_code`` (75, sysexits' EX_TEMPFAIL), and SLURM starts it again on other nodes."""
+
+    exit_code = 75
+
+
 class JobRefused(BaseException):
     """Stops a job inside a Ray worker, where ``SystemExit`` would not do.
 

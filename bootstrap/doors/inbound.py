@@ -7,7 +7,8 @@ size limit, bytes that are not UTF-8, text that is not JSON or YAML, nesting dee
 :data:`MAX_DEPTH` (a parser's own limit is far deeper, and every renderer after it would
 recurse as deep), integers past Python's digit limit and pickles that would run code all
 end there. Key material is read only from a private regular file of this user's
-(:func:`read_private_bytes`), never through a link. The typed values built on top
+(:func:`read_private_bytes`), never through a link; NCCL's log of this process only from a regular file of
+this user's, never through a link, and only its whole lines (:func:`read_own_log_lines`). The typed values built on top
 (:mod:`bootstrap.doors.records` for reports, :mod:`bootstrap.distributed.dumps` for flight-recorder
 dumps) check the shape of what these return.
 """
@@ -21,7 +22,7 @@ import pickle
 import stat
 import struct
 from pathlib import Path
-from typing import Any, Dict, List, NoReturn, Optional, Union
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, Union
 
 StrPath = Union[str, "os.PathLike[str]"]  # a path as every reader here takes it
 MAX_TEXT_BYTES = 16 * 2**20  # a report or overrides.yaml is a few KiB; anything this large is not one
@@ -93,6 +94,48 @@ def read_log_head(path: StrPath, limit: int) -> str:
             return f.read(limit).decode("utf-8", errors="replace")
     except OSError as error:
         raise Unreadable(f"{Path(path).name}: {error.strerror or type(error).__name__}") from None
+
+
+def read_own_log_lines(path: StrPath, limit: int, uid: Optional[int] = None) -> str:
+    """The whole lines among the first ``limit`` bytes of a log this user's own process wrote (NCCL's), as
+    text, bytes that are not UTF-8 replaced. Only a regular file owned by ``uid`` (this user), opened without
+    following a link (``O_NOFOLLOW``) and checked on the open descriptor (``fstat``), is read: a file or a link
+    another user planted under the log's name is :class:`Unreadable`, and says why. Group and other read bits
+    are allowed (NCCL writes with the usual umask, 0644). A line with no newline after it (cut at the bound, or
+    still being written at the end) is left out: a cut line never decides."""
+    return _log_lines(path, limit, os.geteuid() if uid is None else uid)
+
+
+def read_log_lines(path: StrPath, limit: int) -> str:
+    """The whole lines among the first ``limit`` bytes of a log a person named on the command line
+    (``bootstrap doctor --nccl-log FILE``): a regular file, whoever owns it (a colleague's paste), through a
+    link if the person named one; the same bounds and whole lines as :func:`read_own_log_lines`."""
+    return _log_lines(path, limit, None)
+
+
+def _log_lines(path: StrPath, limit: int, uid: Optional[int]) -> str:
+    name = Path(path).name
+    follow = 0 if uid is None else os.O_NOFOLLOW
+    try:
+        fd = os.open(path, os.O_RDONLY | follow | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:  # ELOOP: a link
+        reason = "a link, not the log itself" if error.errno == errno.ELOOP and uid is not None else \
+            (error.strerror or type(error).__name__)
+        raise Unreadable(f"{name}: {reason}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable(f"{name}: not a regular file")
+        if uid is not None and info.st_uid != uid:
+            raise Unreadable(f"{name}: owned by another user (uid {info.st_uid}), not this process's (uid {uid})")
+        data = b""
+        while len(data) < limit and (chunk := os.read(fd, limit - len(data))):
+            data += chunk
+    except OSError as error:
+        raise Unreadable(f"{name}: {error.strerror or type(error).__name__}") from None
+    finally:
+        os.close(fd)
+    return data[:data.rfind(b"\n") + 1].decode("utf-8", errors="replace")  # whole lines: a cut one never decides
 
 
 def unpack_record(layout: "struct.Struct", data: bytes, what: str) -> tuple:
@@ -215,27 +258,23 @@ def read_pickled_data(path: StrPath, limit: int = MAX_DUMP_BYTES) -> Any:
     return bounded_depth(value, Path(path).name)
 
 
-def read_private_bytes(path: StrPath, limit: int, uid: Optional[int] = None) -> bytes:
-    """The bytes of key material: a regular file, not reached through a link, owned by ``uid`` (this
-    user) and closed to everyone else (no group or other permission bits), of at most ``limit`` bytes.
-
-    Anything else is :class:`Unreadable`: a link to a file someone else may write, or a file another user
-    made, could hold a key that person knows. Checked on the open file, so the file checked is the one read."""
-    uid = os.geteuid() if uid is None else uid
+def _read_open(path: StrPath, limit: int, flags: int, check: Callable[[os.stat_result, str], None]
+               ) -> Tuple[bytes, os.stat_result]:
+    """The bytes of the regular file opened at ``path`` with ``flags``, at most ``limit`` of them, and its status,
+    both from the one open file (``check`` refuses what its status shows)."""
     name = Path(path).name
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as error:  # ELOOP: a link
+    try:  # O_NONBLOCK: a FIFO put in its place opens at once (and is refused below) instead of waiting for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | flags)
+    except OSError as error:  # ELOOP: a link, with O_NOFOLLOW
         reason = "a link" if error.errno == errno.ELOOP else (error.strerror or type(error).__name__)
         raise Unreadable(f"{name}: {reason}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Unreadable(f"{name}: not a regular file")
-        if info.st_uid != uid:
-            raise Unreadable(f"{name}: owned by another user (uid {info.st_uid})")
-        if info.st_mode & 0o077:
-            raise Unreadable(f"{name}: others may read or write it (mode {stat.S_IMODE(info.st_mode):o})")
+        if info.st_size > limit:
+            raise Unreadable(f"{name}: larger than {limit} bytes")
+        check(info, name)
         data = b""
         while len(data) <= limit and (chunk := os.read(fd, limit + 1 - len(data))):
             data += chunk
@@ -245,4 +284,31 @@ def read_private_bytes(path: StrPath, limit: int, uid: Optional[int] = None) -> 
         os.close(fd)
     if len(data) > limit:
         raise Unreadable(f"{name}: larger than {limit} bytes")
-    return data
+    return data, info
+
+
+def read_private_bytes(path: StrPath, limit: int, uid: Optional[int] = None) -> bytes:
+    """The bytes of key material: a regular file, not reached through a link, owned by ``uid`` (this
+    user) and closed to everyone else (no group or other permission bits), of at most ``limit`` bytes.
+
+    Anything else is :class:`Unreadable`: a link to a file someone else may write, or a file another user
+    made, could hold a key that person knows. Checked on the open file, so the file checked is the one read."""
+    owner = os.geteuid() if uid is None else uid
+
+    def private(info: os.stat_result, name: str) -> None:
+        if info.st_uid != owner:
+            raise Unreadable(f"{name}: owned by another user (uid {info.st_uid})")
+        if info.st_mode & 0o077:
+            raise Unreadable(f"{name}: others may read or write it (mode {stat.S_IMODE(info.st_mode):o})")
+
+    return _read_open(path, limit, os.O_NOFOLLOW, private)[0]
+
+
+MAX_SHARED_BYTES = 4 * 2**20  # env.nodes.exclude_file: 10,000 entries of 400 bytes
+
+
+def read_shared_bytes(path: StrPath, limit: int = MAX_SHARED_BYTES) -> Tuple[bytes, os.stat_result]:
+    """A file many jobs and users share (``env.nodes.exclude_file``): its bytes and its status (who may write it),
+    from the one open file. A link is followed (a shared path may be one) to a regular file only: a device
+    (``/dev/zero``), a FIFO, a directory or a file past ``limit`` is :class:`Unreadable`, before a byte is read."""
+    return _read_open(path, limit, 0, lambda info, name: None)

@@ -74,6 +74,17 @@ def _current() -> Dict[str, Any]:
     return {"$schema": DIALECT, "title": "bootstrap.json", **report, "$defs": definitions}
 
 
+def _schema_4(newer: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 4 had no links between nodes and no bad nodes in the preflight: no ``preflight.links``,
+    ``bad_nodes``, ``on_bad`` or ``restart_count``."""
+    older = copy.deepcopy(newer)
+    for name in ("links", "bad_nodes", "on_bad", "restart_count"):
+        del older["$defs"]["Preflight"]["properties"][name]
+    for name in ("PreflightLink", "BadNode"):
+        del older["$defs"][name]
+    return older
+
+
 def _schema_3(newer: Dict[str, Any]) -> Dict[str, Any]:
     """Version 3 had no provenance: no ``provenance`` section, no ``timings.provenance_s``."""
     older = copy.deepcopy(newer)
@@ -116,7 +127,8 @@ def _schema_1(newer: Dict[str, Any]) -> Dict[str, Any]:
 
 
 # schema_version -> what brings the next version's schema to this one (the inverse of upgrades.UPGRADES)
-OLDER: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {3: _schema_3, 2: _schema_2, 1: _schema_1}
+OLDER: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {4: _schema_4, 3: _schema_3, 2: _schema_2,
+                                                                 1: _schema_1}
 
 
 def report_schema(version: int = records.SCHEMA_VERSION) -> Dict[str, Any]:
@@ -131,6 +143,6 @@ def report_schema(version: int = records.SCHEMA_VERSION) -> Dict[str, Any]:
 
 
 def text(version: int = records.SCHEMA_VERSION) -> str:
-    """The schema as the file ``bootstrap/bootstrap.schema.json`` holds it (version 4) and ``bootstrap schema``
+    """The schema as the file ``bootstrap/bootstrap.schema.json`` holds it (version 5) and ``bootstrap schema``
     prints it."""
     return json.dumps(report_schema(version), indent=2) + "\n"

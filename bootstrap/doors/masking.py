@@ -4,9 +4,12 @@ Everything the package writes or prints goes through one of these functions. A v
 is secret when the name it is stored under looks secret in any part of its path
 (``HF_TOKEN``, ``env.vars.WANDB_API_KEY``, ``db.password``); when it names a secret
 inside a structure (``{HF_TOKEN: x}``, ``A=1,API_KEY=x``); and, whatever the name,
-where the value itself carries a credential: a URL's user information
-(``postgres://user:***@host``, ``https://***@github.com``) or a token with a
-well-known prefix (``ghp_...``, ``hf_...``). So ``GITHUB_PAT=ghp_...`` and
+where the value itself carries a credential (:func:`mask_credentials`, the one rule for
+every free text): a URL's user information (``postgres://user:***@host``,
+``https://***@github.com``), a token with a well-known prefix (``ghp_...``, ``hf_...``),
+a PEM private-key block, an ``Authorization:`` header (:mod:`bootstrap.doors.shapes`, after
+gitleaks' default rules), or an assignment to a name that says it holds a credential
+(``API_KEY=x``, ``"password": "x"``). So ``GITHUB_PAT=ghp_...`` and
 ``DATABASE_URL=postgres://u:pw@h/db`` are masked although neither name says
 "secret". A token without a known prefix under a name without a marker word cannot
 be told from a plain value: give it a marker name, or keep it in the shell.
@@ -17,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+from bootstrap.doors import shapes
 from bootstrap.doors.overrides import split
 
 MASK = "***"
@@ -34,11 +38,7 @@ _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|KEY|CREDENTI
 # run cannot hold, so no match is lost, and a long run is not scanned again from each of its
 # characters (a sweep summary's text is cleaned whole).
 _USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*+\\?://)(?P<user>[^\s:/@\\]*+\\?:)?\S*@")
-# Tokens that announce themselves: GitHub, Hugging Face, OpenAI-style, Slack, GitLab, npm,
-# PyPI, AWS access key ids. The lookahead (each token's first letter) only skips positions fast.
-_TOKEN = re.compile(r"(?=[ghsxnpA])\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}"
-                    r"|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{20,}"
-                    r"|npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{30,}|AKIA[0-9A-Z]{16})")
+_TOKEN = shapes.TOKEN  # tokens that announce themselves: GitHub, Hugging Face, OpenAI, Slack, AWS, JWTs...
 _STRUCTURE = re.compile(r"[{\[:=]")  # a value that is a dict, a list or key-value text
 _REFERENCE = re.compile(r"\$\{[^{}\s,]*\}")  # an interpolation without a default: ${oc.env:NAME}, ${a.b}
 
@@ -67,9 +67,64 @@ def names_a_credential(key: Any) -> bool:
 
 
 def mask_credentials(text: Any) -> str:
-    """``text`` with URL user information and self-announcing tokens replaced by the mask."""
-    text = _USERINFO.sub(lambda m: m.group("head") + (m.group("user") or "") + MASK + "@", str(text))
-    return _TOKEN.sub(MASK, text)
+    """``text`` with every credential the text itself shows replaced by the mask: the one rule for every free
+    text the package writes (an exception, a message, a summary, a picture's text, a tracker's value, a diff).
+
+    Whole PEM private-key blocks, ``Authorization:`` headers and ``Bearer`` tokens, URL user information,
+    self-announcing tokens (:mod:`bootstrap.doors.shapes`) and the value of an assignment to a name that says
+    it holds a credential (:func:`names_a_credential`: ``API_KEY=x``, ``password: "x"``). Text that holds none
+    of their cues is returned as it is, unparsed: the bootstrap cleans every string it writes."""
+    text = str(text)
+    lower = text.lower()
+    if shapes.PRIVATE_KEY_CUE in text:
+        text = shapes.PRIVATE_KEY.sub(lambda m: m.group("begin") + MASK + (m.group("end") or ""), text)
+    if any(cue in lower for cue in shapes.HEADER_CUES):
+        text = shapes.HEADER.sub(_masked_header, text)
+    if "://" in text:
+        text = _USERINFO.sub(lambda m: m.group("head") + (m.group("user") or "") + MASK + "@", text)
+        text = shapes.WEBHOOK.sub(MASK, text)
+    text = _TOKEN.sub(MASK, text)
+    if ("=" in text or ":" in text) and _CREDENTIAL_CUE.search(lower):
+        text = _masked_assignments(text)
+    return text
+
+
+def _masked_header(match: "re.Match[str]") -> str:
+    if match.group("head") is not None:
+        return match.group("head") + MASK
+    return match.group("bearer") + MASK
+
+
+# An assignment anywhere in a text: `API_KEY=x`, `password: "x y"`, `"token": "x"`, `secret => x`. The value is
+# a quoted string, or a run up to white space, a quote, or what ends a value in a list, a CSV row or a call (`,;)]}`).
+# A name starts only where a word starts, and never gives back: a long run of letters is read once, not again from
+# each of its characters (text of any length is cleaned whole).
+_INLINE = re.compile(r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*+)(?P<sep>["']?[ \t]*(?::=|=>|=|:)[ \t]*)"""
+                     r"""(?P<value>"[^"\n]*"|'[^'\n]*'|\$\{[^{}\s]*\}|[^\s"'`,;)\]}]+)""")
+# After ":" (which also ends a sentence's clause: "password: incorrect", "token: expired") an unquoted value is
+# masked only when it looks like one: 8 characters or more, one of them not a letter.
+_LOOKS_SECRET = re.compile(r"^(?=.*[^A-Za-z]).{8,}$")
+
+
+def _masked_assignments(text: str) -> str:
+    """Each assignment's value masked where its name says it holds a credential. A match that is not one
+    (``refused: API_KEY=x``) gives back all but its name, so that an assignment inside its value is found."""
+    out, at, pos = [], 0, 0
+    while (match := _INLINE.search(text, pos)) is not None:
+        if _holds_credential(match):
+            out += [text[at:match.start("value")], MASK]
+            at = pos = match.end()
+        else:
+            pos = match.end("name")
+    return "".join(out) + text[at:] if out else text
+
+
+def _holds_credential(match: "re.Match[str]") -> bool:
+    bare = match.group("value").strip("\"'")
+    if bare == MASK or not bare or _REFERENCE.fullmatch(bare) or not names_a_credential(match.group("name")):
+        return False
+    quoted = match.group("value")[0] in "\"'"  # a quoted value is a value, whatever its words
+    return quoted or match.group("sep").strip(" \t\"'") != ":" or bool(_LOOKS_SECRET.match(bare))
 
 
 def names_secret(text: Any) -> bool:
@@ -121,7 +176,10 @@ def _nothing_to_mask(text: str) -> bool:
 
 # Anything in lower-cased ASCII text that a rule could start from: a marker word, a reference, a URL; tokens
 # are sought in the text as it is. Lower-casing first is 3 times faster than one pattern ignoring case.
-_CUE = re.compile("|".join(_MARKER_WORDS) + r"|\$\{|://")
+_CUE = re.compile("|".join(_MARKER_WORDS) + r"|\$\{|://|bearer|hooks\.slack")
+# Lower-cased words without which no name can say it holds a credential (names_a_credential): the assignment
+# rule of mask_credentials parses nothing else.
+_CREDENTIAL_CUE = re.compile(r"token|secret|passw|passphrase|credential|cookie|key|pat")
 
 
 def masked_override(override: Any) -> str:
@@ -152,7 +210,9 @@ def masked_line(text: Any) -> str:
 
 
 def _masked_line(text: str) -> str:
-    return " ".join(masked_override(t) if "=" in t else mask_credentials(t) for t in text.split(" "))
+    # Credentials over the whole text first: a header, a private-key block, a quoted value span several tokens.
+    text = mask_credentials(text)
+    return " ".join(masked_override(t) if "=" in t else t for t in text.split(" "))
 
 
 def masked_text(text: Any, overrides: Iterable[str] = ()) -> str:
@@ -167,7 +227,7 @@ def masked_text(text: Any, overrides: Iterable[str] = ()) -> str:
             inner = value.strip("'\"{}[] ")
             if len(inner) >= 4:
                 text = text.replace(inner, MASK)
-    return "\n".join(masked_line(line) for line in text.split("\n"))
+    return "\n".join(masked_line(line) for line in mask_credentials(text).split("\n"))
 
 
 # One line of source or configuration that assigns to a name: `api_key = "x"`, `export HF_TOKEN=x`,
@@ -185,5 +245,5 @@ def masked_source(text: Any) -> str:
         found = _ASSIGNMENT.match(line) if "=" in line or ":" in line else None
         if found and names_a_credential(found.group("name")) and not _REFERENCE.fullmatch(found.group("value")):
             line = found.group("head") + MASK
-        lines.append(mask_credentials(line))
-    return "\n".join(lines)
+        lines.append(line)
+    return mask_credentials("\n".join(lines))  # over the whole text: a private-key block spans lines

@@ -4,8 +4,10 @@ Every text is *cleaned* on its way out (:func:`clean`):
 
 - secrets are masked: values this process knows to be secret (:func:`remember`: a
   secret override's value, a preset variable under a secret name, and every value in
-  ``os.environ`` under a secret-looking name, read at the moment of writing), URL
-  passwords and self-announcing tokens (:mod:`bootstrap.doors.masking` defines them all);
+  ``os.environ`` under a secret-looking name, read at the moment of writing), then every
+  credential the text itself shows, by one rule (:func:`bootstrap.doors.masking.mask_credentials`:
+  URL passwords, self-announcing tokens, private-key blocks, authorization headers, assignments
+  to a credential's name; :mod:`bootstrap.doors.shapes` after gitleaks' rules);
 - it is made printable: control characters (terminal escapes, carriage returns, bidi
   controls, lone surrogates) are shown escaped (``\\x1b``), so no text can retitle or
   clear a terminal, hide what follows or forge a line; where one line is expected,
@@ -28,6 +30,7 @@ writes a file, and pushes hostile text through every door.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import logging
@@ -36,8 +39,9 @@ import re
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, NoReturn, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NoReturn, Optional
 
 from bootstrap.doors.inbound import MAX_DEPTH
 from bootstrap.doors.masking import MASK, is_secret, mask_credentials, masked, masked_line, masked_override
@@ -263,7 +267,8 @@ def make_directory(path: Path) -> None:
     Path(path).mkdir(parents=True, exist_ok=True)
 
 
-def write_bytes(path: Path, data: bytes, *, prefix: Optional[str] = None, suffix: str = "") -> None:
+def write_bytes(path: Path, data: bytes, *, prefix: Optional[str] = None, suffix: str = "",
+                mode: Optional[int] = None, sync: bool = False) -> None:
     """Write ``data`` to a temporary file beside ``path``, then rename: readers never see half a file.
 
     Bytes are not cleaned: only the flight recorder's dumps (torch's own pickled data) and pictures (whose
@@ -274,7 +279,10 @@ def write_bytes(path: Path, data: bytes, *, prefix: Optional[str] = None, suffix
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            os.fchmod(f.fileno(), file_mode())
+            os.fchmod(f.fileno(), file_mode() if mode is None else mode)
+            if sync:  # a file other jobs read (env.nodes.exclude_file): on disk before it replaces the old one
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
@@ -289,6 +297,28 @@ def write_text(path: Path, text: str) -> None:
 def write_json(path: Path, data: Any) -> None:
     """Write a JSON document, cleaned, atomically."""
     write_bytes(path, (to_json(data) + "\n").encode("utf-8"))
+
+
+@contextlib.contextmanager
+def locked(path: Path, seconds: float) -> Iterator[None]:
+    """Hold an exclusive lock (``fcntl.flock``) on the lock file ``path`` (made if absent, never through a link)
+    for the block, waiting at most ``seconds`` for another holder: TimeoutError past that."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), file_mode())
+    try:
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"{Path(path).name}: held by another process for {seconds:g} s") from None
+                time.sleep(0.005)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 # -- logs -------------------------------------------------------------------------------------
@@ -351,6 +381,7 @@ def _clean_record_text(record: logging.LogRecord) -> None:
     # whose name looks secret is masked too.
     ours = record.name == "bootstrap" or record.name.startswith("bootstrap.")
     tidy = clean if ours else (lambda text: printable(_mask(str(text), _known_secrets()), colours=True))
+    message = mask_credentials(message)  # whole first: a private-key block spans lines
     record.msg, record.args = tidy("\n".join(masked_line(line) for line in message.split("\n"))), None
     if record.exc_info and not record.exc_text:
         record.exc_text = tidy(logging.Formatter().formatException(record.exc_info))

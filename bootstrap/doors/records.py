@@ -44,9 +44,10 @@ from bootstrap.doors.typed import section as _section
 from bootstrap.doors.typed import when_set as _when_set
 from bootstrap.doors.upgrades import upgraded
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # What each version added that an earlier report cannot show: what `bootstrap diff` leaves out between versions.
-ADDED_IN = {2: ("the lint", "node_rank", "global_seed"), 3: ("the preflight check",), 4: ("the provenance",)}
+ADDED_IN = {2: ("the lint", "node_rank", "global_seed"), 3: ("the preflight check",), 4: ("the provenance",),
+            5: ("the preflight's links between nodes", "the bad nodes")}
 REPORT_NAME = "bootstrap.json"
 
 
@@ -256,12 +257,32 @@ class CollectiveSize(_Section):
 
 
 @_section
+class PreflightLink(_Section):
+    """One link between two nodes in ``preflight.links``: the first ranks that exchanged over it, their hosts, and
+    its speed one way (the faster of the two ends' figures)."""
+
+    ranks: List[Count] = field(default_factory=list)  # the first rank of each node, in the ring's order
+    hosts: List[str] = field(default_factory=list)
+    gbps: Optional[float] = None  # null: neither end measured it (the check stopped before)
+
+
+@_section
 class PreflightFinding(_Section):
     """One entry of ``preflight.findings``: what failed, and on which ranks."""
 
-    kind: str  # faulty | slow | min_tflops | min_busbw_gbps | min_node_busbw_gbps | network | unfinished
+    kind: str  # faulty | slow | min_tflops | min_busbw_gbps | min_node_busbw_gbps | network | unfinished | invalid
+    #            | slow_link
     message: str
     ranks: List[Count] = field(default_factory=list)
+
+
+@_section
+class BadNode(_Section):
+    """One entry of ``preflight.bad_nodes``: a node a finding named, as ``bad_nodes.jsonl`` holds it."""
+    node: str
+    reason: str  # the first finding's kind that named it (faulty | slow | ... | slow_link | absent)
+    ranks: List[Count] = field(default_factory=list)
+    valid_until: Optional[str] = None  # kept out until (UTC), env.nodes.exclude_ttl_h after it was observed
 
 
 @_section
@@ -287,9 +308,13 @@ class Preflight(_Section):
     slowest: Optional[PreflightRank] = None  # the rank of lowest TFLOP/s
     ranks: List[PreflightRank] = field(default_factory=list)  # rank 0, this rank, the slowest and those named
     network: Optional[str] = None  # NCCL's "Using network" name(s)
-    network_kind: Optional[str] = None  # ib | efa | socket | ofi | other
+    network_kind: Optional[str] = None  # ib | roce | efa | ofi | socket | fastrak | tcpx | other (nccl_log.Network.kind)
     network_expected: Optional[str] = None  # env.preflight.network
     findings: List[PreflightFinding] = field(default_factory=list)
+    links: List[PreflightLink] = field(default_factory=list)  # between nodes (schema 5): the slowest first, at most 64
+    bad_nodes: List[BadNode] = field(default_factory=list)  # the nodes the findings name (bad_nodes.jsonl)
+    on_bad: Optional[str] = None  # what was done about them (env.nodes.on_bad): recorded, stopped, requeued, ...
+    restart_count: Optional[Count] = None  # SLURM_RESTART_COUNT: this attempt's number (0: the first)
 
 
 @_section

@@ -28,8 +28,9 @@ def _from_schema_1(data: Dict[str, Any]) -> Dict[str, Any]:
 
 
 # schema_version -> what brings a report of that version one version up; applied in turn, oldest first.
-# 3 added the preflight section, 4 the provenance (absent before: null)
-UPGRADES = {1: _from_schema_1, 2: lambda data: data, 3: lambda data: data}
+# 3 added the preflight section, 4 the provenance (absent before: null), 5 the preflight's links and bad nodes
+# (absent: none)
+UPGRADES = {1: _from_schema_1, 2: lambda data: data, 3: lambda data: data, 4: lambda data: data}
 _SECTIONS = frozenset(("found", "threads", "torch", "distributed", "seed", "timings", "job"))
 
 

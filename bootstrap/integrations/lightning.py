@@ -6,12 +6,17 @@ The model's own hyperparameters go with it, in the same call: TensorBoard's HPar
 of hyperparameters a run logged, and Lightning logs the model's after the callbacks' setup. The loggers that keep
 every set (CSV's ``hparams.yaml``, W&B's config) get the model's twice, with the same values.
 
+Every rank also runs the preflight check there when it was asked for (``env.preflight.mode=error|warn``) and found
+no process group at the job's start: Lightning's ``ddp`` strategy makes its group in ``fit``, after the job started
+(:meth:`bootstrap.core.session.Session.preflight_now`). A finding under ``mode=error`` ends every rank with one line.
+
 With lightning-hydra-template, one file, ``configs/callbacks/bootstrap.yaml``, adds it (docs/trackers.md).
 It works with the ``lightning`` package or the older ``pytorch_lightning``, whichever the trainer comes from.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import sys
@@ -19,6 +24,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from bootstrap.doors import outbound
+from bootstrap.doors.errors import PreflightError
 from bootstrap.integrations import active_session
 
 
@@ -48,17 +54,22 @@ class BootstrapLogging(Callback):
     def __init__(self) -> None:
         super().__init__()
         self._logged: Optional[weakref.ref] = None  # the session whose report was logged (fit, then test: once)
+        _first_hparams_carry_the_report(type(self).__mro__[1])
 
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
         session = active_session()
         if session is None:  # no bootstrap in this job: nothing to log, and nothing to say
             return
+        try:  # every rank, now that Lightning's DDP has made its process group: the check it came too late for
+            session.preflight_now()
+        except PreflightError as error:  # recorded and restored; one line on every rank, as at the job's start
+            outbound.stop(f"Error: {error}")
         if self._logged is not None and self._logged() is session:
             return
         self._logged = weakref.ref(session)
         if not trainer.is_global_zero:  # Lightning's loggers write from rank 0 only
             return
-        params = {**_own_hparams(trainer, pl_module), **session.flat()}
+        params = {**_own_hparams(trainer, pl_module), **hparams_of(session)}
         for logger in trainer.loggers:
             try:
                 logger.log_hyperparams(params)
@@ -71,6 +82,16 @@ class BootstrapLogging(Callback):
                             outbound.finding(f"{type(error).__name__}: {error}", 500))
 
 
+STATUS_KEY = "bootstrap/job/status"  # running at the setup: a logger's hyperparameters are written once (MLflow's
+# params cannot change), so the job's status stays out of them; MLflow's tags and W&B's config get its end
+
+
+def hparams_of(session: Any) -> Dict[str, Any]:
+    """The flat view as hyperparameters: without the job's status, which would stay ``running`` beside the
+    ``completed`` a tracker's tags show at the job's end."""
+    return {key: value for key, value in session.flat().items() if key != STATUS_KEY}
+
+
 def _own_hparams(trainer: Any, pl_module: Any) -> Dict[str, Any]:
     """The hyperparameters Lightning itself logs after the setup: the model's and the datamodule's
     (``save_hyperparameters``), where each logs them."""
@@ -80,3 +101,45 @@ def _own_hparams(trainer: Any, pl_module: Any) -> Dict[str, Any]:
         if part is not None and getattr(part, "_log_hyperparams", False):
             own.update(part.hparams_initial)
     return own
+
+
+def _first_hparams_carry_the_report(callback_base: type) -> None:
+    """TensorBoard's HParams view shows the first set of hyperparameters a run logged, and lightning-hydra-template
+    logs its own (``log_hyperparameters()``) before ``fit``, before any callback's setup. So, once the callback is
+    made (the template makes its callbacks before its loggers), the first ``log_hyperparams`` call of each
+    ``TensorBoardLogger`` made while a session is active carries the report's flat view beside the app's keys
+    (the app's win where a name is the same). The logger class is the one of the package the callback comes from."""
+    package = callback_base.__module__.split(".callbacks")[0]  # lightning.pytorch or pytorch_lightning
+    try:
+        logger_class = importlib.import_module(f"{package}.loggers").TensorBoardLogger
+    except (ImportError, AttributeError):
+        return
+    original = logger_class.log_hyperparams
+    if getattr(original, "_bootstrap_merges", False):
+        return
+
+    @functools.wraps(original)
+    def log_hyperparams(self: Any, params: Any, *args: Any, **kwargs: Any) -> Any:
+        session = active_session()
+        if session is not None and getattr(self, "_bootstrap_session", None) is not session:
+            self._bootstrap_session = session  # once per logger and job: later sets go to the same run
+            try:
+                params = {**hparams_of(session), **_as_dict(params)}
+            except Exception as error:  # noqa: BLE001 - the app's own call must go through, as it was
+                log.warning("bootstrap: the report did not join TensorBoard's first hyperparameters: %s",
+                            outbound.finding(f"{type(error).__name__}: {error}", 500))
+        return original(self, params, *args, **kwargs)
+
+    setattr(log_hyperparams, "_bootstrap_merges", True)
+    logger_class.log_hyperparams = log_hyperparams
+
+
+def _as_dict(params: Any) -> Dict[str, Any]:
+    """The app's hyperparameters as a dict (Lightning takes a dict, a Namespace or an OmegaConf container)."""
+    if isinstance(params, dict):
+        return params
+    if hasattr(params, "_metadata") and hasattr(params, "items"):  # an OmegaConf DictConfig
+        from omegaconf import OmegaConf
+
+        return dict(OmegaConf.to_container(params, resolve=True))  # type: ignore[arg-type]
+    return dict(vars(params))  # argparse.Namespace

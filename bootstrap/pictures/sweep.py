@@ -88,9 +88,14 @@ def _panel(axes: Any, panel: Panel) -> None:
         values = sorted(set(xs.tolist()))
         if values[0] > 0 and values[-1] / values[0] >= LOG_SPAN:
             axes.set_xscale("log")
-        if len(values) <= MAX_VALUE_TICKS:  # a few values swept (thread counts): a tick at each, none between
-            axes.set_xticks(values, [f"{x:g}" for x in values])
+        if len(values) <= MAX_VALUE_TICKS and _apart(values, axes.get_xscale() == "log"):
+            # a few values swept, far enough apart (thread counts): a tick at each, none between
+            axes.set_xticks(values, [f"{x:.4g}" for x in values])
             axes.minorticks_off()
+        else:  # values that crowd (an Optuna search's learning rates): the axis's own ticks, 3 significant digits
+            from matplotlib import ticker
+
+            axes.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:.3g}"))
         axes.margins(x=0.12, y=0.1)
         return
     step = max(1, math.ceil(len(categories) / MAX_TICK_LABELS))
@@ -99,6 +104,15 @@ def _panel(axes: Any, panel: Panel) -> None:
                     rotation=30 if len(ticks) > 4 or any(len(c) > 8 for c in categories) else 0,
                     ha="right" if len(ticks) > 4 else "center")
     axes.set_xlim(-0.5, len(categories) - 0.5)
+
+
+def _apart(values: Sequence[float], log: bool) -> bool:
+    """Whether a label under each value stays clear of the next one: no two values closer than a tenth of the axis
+    (the panel is about ten labels wide), on the axis's scale."""
+    if len(values) < 2:
+        return True
+    at = [math.log10(v) for v in values] if log else list(values)
+    return min(b - a for a, b in zip(at, at[1:])) >= (at[-1] - at[0]) / 10
 
 
 def _short(name: str) -> str:

@@ -15,15 +15,16 @@ import itertools
 import os
 import statistics
 import time
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.distributed.waits import Deadline
-from bootstrap.doors import inbound, outbound, records
+from bootstrap.doors import outbound, records
 from bootstrap.doors.errors import PRESET_KEY
 from bootstrap.doors.statuses import ComputeVerdict
 from bootstrap.preflight import figures as rank_figures
-from bootstrap.preflight import measure, nccl_log
+from bootstrap.preflight import bounds, fabric_check, measure, nccl_log
+from bootstrap.preflight import links as node_links
 from bootstrap.preflight.figures import Compute, RankFigures
 from bootstrap.preflight.request import Request, planned, skipped_because
 from bootstrap.preflight.verdict import MAX_NAMED, Finding, judge, status
@@ -41,10 +42,11 @@ def run(request: Request) -> records.Preflight:
         return record
     notes = [request.note] if request.note else []
     own = _compute(request, record, notes)
-    world, extra = [own], []
+    world, extra = [own], list[Finding]()
     if request.grouped:
         try:
-            world = _collectives(request, record, own, Deadline(request.seconds), notes)
+            world, headed = _collectives(request, record, own, Deadline(request.seconds), notes)
+            extra.extend(headed)
         except measure.Unfinished as unfinished:
             extra.append(_unfinished(unfinished))
         except RuntimeError as error:  # a peer left during the check (gloo's connection reset, a store gone)
@@ -56,7 +58,7 @@ def run(request: Request) -> records.Preflight:
     if request.backend != "nccl":
         notes.append(f"no NCCL ({request.backend or 'no process group'}): the network it chose is not read")
     findings = judge(world, request.floors, request.max_skew, request.device.split(":")[0], request.backend or "",
-                     request.network, extra, request.key)
+                     request.network if request.fabric == "none" else None, extra, request.key)  # else: fabric rules
     _summarise(record, world, own, findings)
     record.note = "; ".join(notes).replace(PRESET_KEY, request.key) or None
     if request.picture is not None and findings:
@@ -86,18 +88,17 @@ def _compute(request: Request, record: records.Preflight, notes: List[str]) -> R
     return own
 
 
-def _network(request: Request, record: records.Preflight, notes: List[str]) -> Optional[str]:
-    """The kind of network NCCL chose here, from its log (None: not read, and the note says why)."""
+def _network(request: Request, record: records.Preflight, notes: List[str], log: List[str]) -> Optional[str]:
+    """The kind of network NCCL chose here, from its log (None: not read, and the note says why); its text in
+    ``log``, for the fabric's rules."""
     if request.network is None or request.backend != "nccl":
         return None
-    if request.nccl_log_dir is None:
-        notes.append("NCCL_DEBUG or NCCL_DEBUG_FILE was set, or there is no job directory: NCCL's log was not read")
+    text, why = fabric_check.own_log(request, os.environ)  # ours, or the user's own NCCL_DEBUG_FILE at INFO
+    if text is None:
+        notes.append(why or "NCCL's log was not read")
         return None
-    try:
-        found = nccl_log.read(request.nccl_log_dir, os.getpid())
-    except inbound.Unreadable as error:
-        notes.append(f"NCCL's network is unknown: {error}")
-        return None
+    log.append(text)
+    found = nccl_log.parse(text)
     if found.text is None:
         notes.append("NCCL's log names no network (no 'Using network' line)")
         return None
@@ -106,9 +107,11 @@ def _network(request: Request, record: records.Preflight, notes: List[str]) -> O
 
 
 def _collectives(request: Request, record: records.Preflight, own: RankFigures, deadline: Deadline,
-                 notes: List[str]) -> List[RankFigures]:
-    """On the check's own group: the world's all_reduce, the gather of every rank's figures, and with several
-    nodes the same within each node. Returns every rank's figures, as every rank reads them."""
+                 notes: List[str]) -> Tuple[List[RankFigures], List[Finding]]:
+    """On the check's own group: the headers (every rank's record agreed, and its node), the links between nodes,
+    the world's all_reduce, with several ranks on a node the same within each node, and the gather of every rank's
+    figures. Returns every rank's figures, as every rank reads them, and what the headers and the fabric's rules
+    showed."""
     import torch.distributed as dist
 
     from bootstrap.distributed.group import default_store
@@ -117,32 +120,95 @@ def _collectives(request: Request, record: records.Preflight, own: RankFigures, 
     with measure.Meeting(default_store(), request.store_key, request.rank, request.world_size, deadline) as meeting:
         try:
             made.append(world_group := measure.new_group(meeting, None, "group"))
-            timed = measure.all_reduce(meeting, world_group, request.device, request.sizes_mb, "world")
+            affordable = bounds.affordable_mb(measure.free_bytes(request.device), request.ranks_here)
+            sent = measure.gather(meeting, world_group, rank_figures.header(rank_figures.pack(own), affordable,
+                                                                            own.host, own.node_rank),
+                                  request.device, "header")
+            headers = [rank_figures.read_header(rank, data) for rank, data in enumerate(sent)]
+            mismatched, affordable = rank_figures.agree(headers)
+            if mismatched:  # every rank read the same headers: every rank stops gathering here
+                return [own], [_mismatched(mismatched)]
+            _links(meeting, world_group, request, own, [header.node for header in headers])
+            timed, skipped = measure.all_reduce(meeting, world_group, request.device, request.sizes_mb, "world",
+                                                affordable_mb=affordable)
+            notes.extend(_skipped(skipped, request))
             record.collective = [records.CollectiveSize(size_mb=t.size_mb, reps=t.reps, seconds=round(t.seconds, 6),
                                                         algbw_gbps=t.algbw_gbps, busbw_gbps=t.busbw_gbps)
                                  for t in timed]
-            own.busbw_gbps = max(timed, key=lambda t: t.size_mb).busbw_gbps  # the largest: nearest the plateau
-            own.network = _network(request, record, notes)  # NCCL has started the group's communicator
-            world = _gathered(meeting, world_group, own, request.device, "gather")
-            members = measure.node_members([rank.node for rank in world])
+            if timed and request.world_size > 1:  # the largest: nearest the plateau (one rank moves nothing)
+                own.busbw_gbps = max(timed, key=lambda t: t.size_mb).busbw_gbps
+            log: List[str] = []
+            own.network = _network(request, record, notes, log)  # NCCL has started the group's communicator
+            node_of_rank = [header.node for header in headers]
+            fabric_found: List[Finding] = []
+            if request.fabric != "none" and request.backend == "nccl":  # issue 40: every rank judges every rank's
+                spans = len(set(node_of_rank)) > 1  # own log, gathered, so that all agree
+                lines = fabric_check.own_findings(request, log[0], os.environ, spans) if log else []
+                fabric_found = fabric_check.agreed(meeting, world_group, request.device, lines)
+            members = measure.node_members(node_of_rank)
             for number, ranks in enumerate(members):  # every rank makes every node's group, in one order
                 made.append(group := measure.new_group(meeting, ranks, f"node{number}"))
-                if request.rank in ranks:
-                    own.node_busbw_gbps = measure.all_reduce(meeting, group, request.device, [max(request.sizes_mb)],
-                                                             f"node{number}_")[-1].busbw_gbps
-            if members:
-                world = _gathered(meeting, world_group, own, request.device, "gather_nodes")
-            return world
+                if request.rank in ranks and timed:
+                    within, _ = measure.all_reduce(meeting, group, request.device, [timed[-1].size_mb],
+                                                   f"node{number}_", within_node=True, affordable_mb=affordable)
+                    own.node_busbw_gbps = within[-1].busbw_gbps if within else None
+            return _gathered(meeting, world_group, own, request.device, "gather"), fabric_found
         finally:
             for group in made:  # after a collective a peer never matched, this waits out the group's timeout
                 dist.destroy_process_group(group)
+
+
+def _links(meeting: measure.Meeting, group: ProcessGroup, request: Request, own: RankFigures,
+           node_of_rank: Sequence[str]) -> None:
+    """The first rank of each node exchanges with the first rank of the next and the previous node of the ring,
+    in the rounds of :func:`bootstrap.preflight.links.rounds`; every rank marks each round."""
+    nodes = node_links.nodes_of(node_of_rank, ["?"] * len(node_of_rank))
+    size_mb = min(measure.LINK_MB, *request.sizes_mb)
+    for number, pairs in enumerate(node_links.rounds(len(nodes))):
+        for a, b in pairs:
+            if request.rank in (nodes[a].leader, nodes[b].leader):
+                mine, partner = (a, b) if request.rank == nodes[a].leader else (b, a)
+                what = (f"the exchange of {size_mb:g} MB between rank {nodes[a].leader} and rank {nodes[b].leader} "
+                        f"(the link between their nodes)")
+                gbps = measure.time_link(meeting, group, request.device, nodes[partner].leader, size_mb,
+                                        f"link{number}", what)
+                if mine == a:
+                    own.link_next_gbps = gbps
+                else:
+                    own.link_prev_gbps = gbps
+                break
+        else:
+            measure.time_link(meeting, group, request.device, None, size_mb, f"link{number}", "")
+
+
+def _mismatched(headers: Sequence[rank_figures.Header]) -> Finding:
+    text = "; ".join(f"rank {h.rank} ({h.host}) {h.problem()}" for h in headers[:MAX_NAMED])
+    more = f" and {len(headers) - MAX_NAMED} more" if len(headers) > MAX_NAMED else ""
+    return Finding("invalid", f"{text}{more}: the ranks' figures were not gathered; run one version of "
+                              "hydra-train-bootstrap on every node", [h.rank for h in headers[:MAX_NAMED]])
+
+
+def _skipped(skipped: Sequence[measure.Skipped], request: Request) -> List[str]:
+    """The notes that say which sizes were not measured, and why (the warnings the job logs)."""
+    said = []
+    for size in skipped:
+        if size.why == "memory":
+            said.append(f"{PRESET_KEY}.preflight.sizes_mb: {size.size_mb:g} MB not measured: more than every rank "
+                        f"can hold ({bounds.MEMORY_SHARE:g} of the free memory, over the ranks that share it): "
+                        f"lower {PRESET_KEY}.preflight.sizes_mb")
+        else:
+            said.append(f"{PRESET_KEY}.preflight.sizes_mb: {size.size_mb:g} MB not measured: its all_reduces would "
+                        f"take {size.predicted_s:.3g} s at the speed of the size before, and "
+                        f"{max(0.0, size.left_s):.3g} s of {PRESET_KEY}.preflight.seconds={request.seconds:g} were "
+                        f"left: raise {PRESET_KEY}.preflight.seconds or lower {PRESET_KEY}.preflight.sizes_mb")
+    return said
 
 
 def _gathered(meeting: measure.Meeting, group: Optional[ProcessGroup], own: RankFigures,
               device: str, stage: str) -> List[RankFigures]:
     """Every rank's figures as it sent them, this rank's too, so that every rank judges the same bytes."""
     sent = measure.gather(meeting, group, rank_figures.pack(own), device, stage)
-    return [rank_figures.unpack(rank, data) for rank, data in enumerate(sent)]
+    return [rank_figures.unpack(rank, data, device) for rank, data in enumerate(sent)]
 
 
 def _unfinished(unfinished: measure.Unfinished) -> Finding:
@@ -185,4 +251,7 @@ def _summarise(record: records.Preflight, world: Sequence[RankFigures], own: Ran
     record.slowest = _as_record(slowest) if slowest else None
     record.ranks = [_as_record(rank) for rank in _listed(world, own, slowest, findings)]
     record.findings = [records.PreflightFinding(kind=f.kind, message=f.message, ranks=f.ranks) for f in findings]
+    ring = sorted(node_links.links(world) if node_links.measured_any(world) else [], key=lambda link: (link.gbps is None, link.gbps or 0.0))
+    record.links = [records.PreflightLink(ranks=[link.a.leader, link.b.leader], hosts=[link.a.host, link.b.host],
+                                          gbps=link.gbps) for link in ring[:MAX_RANKS_LISTED]]
     record.status = status(findings)

@@ -1,8 +1,16 @@
-"""What one rank measured, as the fixed-size record every rank sends every other (one ``all_gather``). Pure.
+"""What one rank measured, as the fixed-size record every rank sends every other, and the header agreed first. Pure.
 
-A record is :data:`LAYOUT` bytes whatever a rank measured, so that a gather of the world's figures is one
-small collective of a known size; what a peer sent is read back strictly (:func:`unpack`): a figure that is
-not a finite number >= 0 counts as not measured, a host is one cleaned line.
+Two gathers carry the figures (``measure.gather``). The first gathers a :data:`HEADER` from every rank, of a
+size fixed for every version (98 bytes, the size of version 1's record: a peer on version 1, which sends its
+record there, is read as a header of no known magic, never a gloo abort): the magic, the record's version and
+size, the largest message the rank can hold (``bounds.affordable_mb``) and its node (host and launcher node
+rank), so that the links between nodes are known before anything large is sent. Only when every header matches
+this rank's does the second gather carry the records, :data:`LAYOUT` bytes each. A mismatch is a finding on
+every rank, since every rank reads the same headers (:func:`agree`).
+
+What a peer sent is read back strictly (:func:`unpack`): a figure is the sentinel :data:`UNKNOWN` (not
+measured) or a finite number above 0 and under the device's bound (``bounds.problem``); anything else, and a
+byte out of its range, is kept as the rank's ``invalid`` reasons and the figure is left out of the verdict.
 """
 
 from __future__ import annotations
@@ -10,15 +18,23 @@ from __future__ import annotations
 import enum
 import math
 import struct
-from typing import Optional
+from dataclasses import field
+from typing import List, Optional, Sequence, Tuple
 
 from bootstrap.doors import inbound, outbound
 from bootstrap.doors.lean import lean_dataclass
+from bootstrap.preflight import bounds
 
+VERSION = 2  # 1: 98 bytes, no header (before issue 37); 2: the header first, the link figures, more networks
+MAGIC = b"HTBp"
+HEADER_BYTES = 98  # fixed for every version
 HOST_BYTES = 64  # a host name (RFC 1123: 63 characters a label), cut to fit
-# node_rank, compute, network, tflops, busbw_gbps, node_busbw_gbps, host
-LAYOUT = struct.Struct(f"<qBBddd{HOST_BYTES}s")
-NETWORKS = (None, "ib", "efa", "socket", "ofi", "other")  # the network NCCL chose (nccl_log.Network.kind) as a byte
+# magic, version, record size, the largest message this rank can hold (MB), node_rank, host: 89 bytes, then zeros
+HEADER = struct.Struct(f"<4sBIdq{HOST_BYTES}s")
+# version, node_rank, compute, network, tflops, busbw_gbps, node_busbw_gbps, link_prev_gbps, link_next_gbps, host
+LAYOUT = struct.Struct(f"<BqBBddddd{HOST_BYTES}s")
+# the network NCCL chose (nccl_log.Network.kind) as a byte; version 1 knew (None, ib, efa, socket, ofi, other)
+NETWORKS = (None, "ib", "roce", "efa", "ofi", "socket", "fastrak", "tcpx", "other")
 UNKNOWN = -1.0  # a figure not measured
 
 
@@ -38,7 +54,8 @@ class Compute(enum.IntEnum):
 @lean_dataclass
 class RankFigures:
     """One rank's figures: its matmul TFLOP/s and whether the result was right, its view of the bus
-    bandwidth of the world's and its node's all_reduce (GB/s), and where it runs."""
+    bandwidth of the world's and its node's all_reduce (GB/s), its node's links to the previous and the next
+    node of the ring (GB/s, measured by the node's first rank), and where it runs."""
 
     rank: int
     host: str
@@ -48,40 +65,120 @@ class RankFigures:
     busbw_gbps: Optional[float] = None
     node_busbw_gbps: Optional[float] = None
     network: Optional[str] = None  # the kind of network NCCL chose here; None: not read
+    link_prev_gbps: Optional[float] = None
+    link_next_gbps: Optional[float] = None
+    invalid: List[str] = field(default_factory=list)  # what in its record could not be believed (left out)
 
     @property
     def node(self) -> str:
         return f"{self.host}#{self.node_rank}"
 
 
+@lean_dataclass(frozen=True)
+class Header:
+    """What a rank announced before its record: its version, its record's size, the largest message it holds."""
+
+    rank: int
+    magic: bytes
+    version: int
+    size: int
+    affordable_mb: float
+    host: str = "?"
+    node_rank: int = 0
+
+    @property
+    def node(self) -> str:
+        return f"{self.host}#{self.node_rank}"
+
+    def problem(self) -> Optional[str]:
+        """Why this rank's record cannot be gathered with this version's, or None."""
+        if self.magic != MAGIC:
+            return "sent no header this version knows (a version of hydra-train-bootstrap before 2?)"
+        if (self.version, self.size) != (VERSION, LAYOUT.size):
+            return (f"sends record version {self.version} of {self.size} bytes, and this rank version {VERSION} of "
+                    f"{LAYOUT.size} bytes: a different hydra-train-bootstrap")
+        return None
+
+
 def _figure(value: Optional[float]) -> float:
     return UNKNOWN if value is None else float(value)
 
 
-def _read_figure(value: float) -> Optional[float]:
-    return value if math.isfinite(value) and value >= 0 else None
-
-
 def pack(figures: RankFigures) -> bytes:
-    host = figures.host.encode("utf-8", errors="replace")[:HOST_BYTES]
+    """``figures`` as the record this rank sends."""
     network = NETWORKS.index(figures.network) if figures.network in NETWORKS else NETWORKS.index("other")
-    return LAYOUT.pack(figures.node_rank, int(figures.compute), network, _figure(figures.tflops),
-                       _figure(figures.busbw_gbps), _figure(figures.node_busbw_gbps), host)
+    return LAYOUT.pack(VERSION, figures.node_rank, int(figures.compute), network, _figure(figures.tflops),
+                       _figure(figures.busbw_gbps), _figure(figures.node_busbw_gbps),
+                       _figure(figures.link_prev_gbps), _figure(figures.link_next_gbps), _host(figures.host))
 
 
-def unpack(rank: int, data: bytes) -> RankFigures:
-    """Rank ``rank``'s record as it sent it. The rank is its slot in the gather, never what it claims."""
+def _host(host: str) -> bytes:
+    return host.encode("utf-8", errors="replace")[:HOST_BYTES]
+
+
+def _read_host(host: bytes) -> str:
+    return outbound.shown(host.rstrip(b"\0").decode("utf-8", errors="replace") or "?")
+
+
+def header(record: bytes, affordable_mb: float, host: str, node_rank: int) -> bytes:
+    """The header announcing ``record`` (its version is its first byte), padded to :data:`HEADER_BYTES`."""
+    version = record[0] if record else 0
+    return HEADER.pack(MAGIC, version, len(record), affordable_mb, node_rank, _host(host)).ljust(HEADER_BYTES, b"\0")
+
+
+def read_header(rank: int, data: bytes) -> Header:
+    """Rank ``rank``'s header as it sent it; one of another size or form is a header of no magic."""
     try:
-        node_rank, compute, network, tflops, busbw, node_busbw, host = inbound.unpack_record(LAYOUT, data,
-                                                                                             f"rank {rank}")
+        magic, version, size, affordable, node_rank, host = inbound.unpack_record(HEADER, data[:HEADER.size],
+                                                                                  f"rank {rank}")
     except inbound.Unreadable:
-        return RankFigures(rank=rank, host="?")
-    return RankFigures(rank=rank, host=outbound.shown(host.rstrip(b"\0").decode("utf-8", errors="replace") or "?"),
+        return Header(rank, b"", 0, 0, 0.0)
+    if magic != MAGIC or len(data) != HEADER_BYTES:  # nothing else in it can be read as this version's
+        return Header(rank, b"", 0, 0, 0.0)
+    return Header(rank, magic, version, size,
+                  affordable if affordable > 0 else 0.0, _read_host(host),
+                  node_rank if 0 <= node_rank < 2**31 else 0)
+
+
+def agree(headers: Sequence[Header]) -> Tuple[List[Header], float]:
+    """The ranks whose record cannot be gathered with this one's, and the largest message every rank holds (MB)."""
+    return [h for h in headers if h.problem()], min((h.affordable_mb for h in headers), default=math.inf)
+
+
+def _read_figure(name: str, value: float, device: str, unit: str, invalid: List[str]) -> Optional[float]:
+    if value == UNKNOWN:
+        return None
+    why = bounds.problem(name, value, device, unit)
+    if why:
+        invalid.append(why)
+        return None
+    return value
+
+
+def unpack(rank: int, data: bytes, device: str = "cpu") -> RankFigures:
+    """Rank ``rank``'s record as it sent it, each figure checked against ``device``'s bounds. The rank is its slot
+    in the gather, never what it claims."""
+    try:
+        version, node_rank, compute, network, tflops, busbw, node_busbw, prev, following, host = \
+            inbound.unpack_record(LAYOUT, data, f"rank {rank}")
+    except inbound.Unreadable as error:
+        return RankFigures(rank=rank, host="?", invalid=[str(error)])
+    invalid: List[str] = [] if version == VERSION else [f"record version {version}, not {VERSION}"]
+    if not 0 <= node_rank < 2**31:
+        invalid.append(f"node rank {node_rank}")
+    if compute not in Compute._value2member_map_:
+        invalid.append(f"matmul verdict {compute}")
+    if network >= len(NETWORKS):
+        invalid.append(f"network {network}")
+    gbps = [_read_figure(name, value, device, "GB/s", invalid) for name, value in
+            (("busbw_gbps", busbw), ("node_busbw_gbps", node_busbw), ("link_prev_gbps", prev),
+             ("link_next_gbps", following))]
+    return RankFigures(rank=rank, host=_read_host(host),
                        node_rank=node_rank if 0 <= node_rank < 2**31 else 0,
                        compute=Compute(compute) if compute in Compute._value2member_map_ else Compute.NOT_RUN,
-                       tflops=_read_figure(tflops), busbw_gbps=_read_figure(busbw),
-                       node_busbw_gbps=_read_figure(node_busbw),
-                       network=NETWORKS[network] if network < len(NETWORKS) else None)
+                       tflops=_read_figure("tflops", tflops, device, "TFLOP/s", invalid),
+                       busbw_gbps=gbps[0], node_busbw_gbps=gbps[1], link_prev_gbps=gbps[2], link_next_gbps=gbps[3],
+                       network=NETWORKS[network] if network < len(NETWORKS) else None, invalid=invalid)
 
 
 def bus_bandwidth_gbps(message_bytes: int, seconds: float, ranks: int) -> float:

@@ -6,8 +6,11 @@
   never touch the job's group: they do not shift its sequence ids (which the hang forensics show), and a
   collective a peer never matched leaves nothing behind on it; tearing the check's group down waits at most
   the budget.
-- :func:`all_reduce`: each message size timed over a group (nccl-tests' algbw and busbw).
-- :func:`gather`: every rank's fixed-size record on every rank, in one ``all_gather``.
+- :func:`all_reduce`: each message size timed over a group (nccl-tests' algbw and busbw), smallest first; a
+  size is started only when every rank's prediction from the size before (or a 1 MB probe) says it fits what is
+  left of the budget (:func:`agreed_max`: one small all_reduce, so that every rank skips the same sizes).
+- :func:`time_link`: one link's message sent and received at once between two ranks, timed.
+- :func:`gather`: every rank's fixed-size header or record on every rank, in one ``all_gather``.
 
 Every collective is issued asynchronously and polled (:meth:`Meeting.finish`) until done or until the check's
 :class:`~bootstrap.distributed.waits.Deadline` runs out, which raises :class:`Unfinished` naming the ranks
@@ -19,11 +22,12 @@ The tensors come from a generator of their own: the job's random streams are unt
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 from bootstrap.distributed.agree_store import absent_ranks
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.distributed.waits import Deadline
+from bootstrap.doors import inbound
 from bootstrap.doors.lean import lean_dataclass
 from bootstrap.preflight import figures as rank_figures
 from bootstrap.preflight.figures import Compute
@@ -38,6 +42,9 @@ COMPUTE_TARGET_S = {"cpu": 0.08, "cuda": 0.2}  # long enough that a scheduler's 
 MAX_COMPUTE_REPS = 50
 CHECKED_ROWS = 16  # rows of the result checked against float64: enough to see a bad tile, cheap in float64
 REPS = 5  # timed all_reduces per message size, after one untimed (connections, NCCL's buffers)
+PROBE_MB = 1.0  # the all_reduce timed first when the smallest size is larger: the prediction for the first size
+LINK_MB = 1.0  # a link's message (or the smallest size, when smaller): 0.17 s on a 50 Mbit/s link, 1 ms unshaped
+LINK_REPS = 2  # timed exchanges a link, after one untimed
 POLL_S = 0.0002  # how often an unfinished collective is looked at: a fraction of a 1 MB all_reduce on a CPU
 
 
@@ -131,6 +138,19 @@ class Meeting:
         for work in works:
             work.wait()  # done: raises what the collective failed with, if it did
 
+    def finish_p2p(self, works: Sequence, stage: str, what: str) -> None:
+        """As :meth:`finish`, for a send or receive: gloo's never says it is completed until it is waited for
+        (torch 2.13: ``is_completed()`` stays False), so each is waited for with what is left of the budget."""
+        for work in works:
+            if self.deadline.spent():
+                raise self.unfinished(stage, what)
+            try:
+                work.wait(self.deadline.left())
+            except RuntimeError:  # gloo: "Timed out waiting ... for send operation to complete"
+                if self.deadline.spent():
+                    raise self.unfinished(stage, what) from None
+                raise
+
 
 def new_group(meeting: Meeting, ranks: Optional[List[int]], stage: str) -> ProcessGroup:
     """A process group of ``ranks`` (None: the world) for the check alone, made by every rank of the world, with
@@ -164,25 +184,102 @@ class Timed:
         return rank_figures.bus_bandwidth_gbps(self.bytes * self.reps, self.seconds, self.ranks)
 
 
-def all_reduce(meeting: Meeting, group: Optional[ProcessGroup], device: str, sizes_mb: Sequence[float],
-               stage: str) -> List[Timed]:
-    """Each size's all_reduce over ``group`` (None: the world), timed on this rank."""
+def agreed_max(meeting: Meeting, group: Optional[ProcessGroup], values: Sequence[float], device: str,
+               stage: str) -> List[float]:
+    """The largest of each of ``values`` over the ranks of ``group``, the same on every rank (one all_reduce)."""
     import torch
     import torch.distributed as dist
 
-    ranks = dist.get_world_size(group)
-    timed = []
-    for size_mb in sizes_mb:
-        message = torch.zeros(max(1, int(size_mb * 2**20) // 4), dtype=torch.float32, device=device)
-        what = f"the all_reduce of {size_mb:g} MB" + ("" if group is None else " within the node")
-        meeting.arrive(f"{stage}{size_mb:g}")
-        meeting.finish([dist.all_reduce(message, group=group, async_op=True)], f"{stage}{size_mb:g}", what)
+    tensor = torch.tensor(list(values), dtype=torch.float64 if device == "cpu" else torch.float32, device=device)
+    meeting.arrive(stage)
+    meeting.finish([dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=group, async_op=True)], stage,
+                   "agreeing which message sizes fit the budget")
+    return [float(value) for value in tensor.cpu()]
+
+
+@lean_dataclass
+class Skipped:
+    size_mb: float
+    why: str  # "memory" | "budget"
+    predicted_s: float = 0.0  # what its all_reduces would take, from the size before (the slowest rank's)
+    left_s: float = 0.0  # what was left of the budget (the least over the ranks)
+
+
+def _timed_runs(meeting: Meeting, group: Optional[ProcessGroup], device: str, size_mb: float, runs: int,
+                stage: str, what: str) -> float:
+    """``runs`` all_reduces of ``size_mb`` after one untimed; seconds per timed run (the untimed one: runs=0)."""
+    import torch
+    import torch.distributed as dist
+
+    message = torch.zeros(max(1, int(size_mb * 2**20) // 4), dtype=torch.float32, device=device)
+    meeting.arrive(stage)
+    started = time.perf_counter()
+    meeting.finish([dist.all_reduce(message, group=group, async_op=True)], stage, what)
+    if runs:
         started = time.perf_counter()
-        works = [dist.all_reduce(message, group=group, async_op=True) for _ in range(REPS)]
-        meeting.finish(works, f"{stage}{size_mb:g}", what)
-        timed.append(Timed(size_mb, REPS, time.perf_counter() - started, ranks))
-        del message
-    return timed
+        meeting.finish([dist.all_reduce(message, group=group, async_op=True) for _ in range(runs)], stage, what)
+    del message
+    return (time.perf_counter() - started) / max(1, runs)
+
+
+def all_reduce(meeting: Meeting, group: Optional[ProcessGroup], device: str, sizes_mb: Sequence[float],
+               stage: str, within_node: bool = False, affordable_mb: float = float("inf")
+               ) -> Tuple[List[Timed], List[Skipped]]:
+    """Each size's all_reduce over ``group`` (None: the world), timed on this rank, smallest first; the sizes no
+    rank can hold (``affordable_mb``, agreed in the header) or that would not fit what is left of the budget are
+    skipped, by every rank alike."""
+    import torch.distributed as dist
+
+    ranks = dist.get_world_size(group)
+    timed: List[Timed] = []
+    skipped: List[Skipped] = []
+    per_mb: Optional[float] = None  # seconds per MB of one all_reduce, from the last size measured
+    for size_mb in sorted(sizes_mb):
+        what = f"the all_reduce of {size_mb:g} MB" + (" within the node" if within_node else "")
+        if size_mb > affordable_mb:
+            skipped.append(Skipped(size_mb, "memory"))
+            continue
+        if per_mb is None and size_mb > PROBE_MB:
+            per_mb = _timed_runs(meeting, group, device, PROBE_MB, 0, f"{stage}probe", what) / PROBE_MB
+        if per_mb is not None:  # every rank the same: the slowest prediction against the least time left
+            predicted, least_left = agreed_max(meeting, group, [per_mb * size_mb * (REPS + 1),
+                                                                 -meeting.deadline.left_s()],
+                                               device, f"{stage}{size_mb:g}?")
+            if predicted > -least_left:
+                skipped += [Skipped(size, "memory") if size > affordable_mb else
+                            Skipped(size, "budget", per_mb * size * (REPS + 1), -least_left)
+                            for size in sorted(sizes_mb) if size >= size_mb]
+                break
+        seconds = _timed_runs(meeting, group, device, size_mb, REPS, f"{stage}{size_mb:g}", what)
+        per_mb = seconds / size_mb
+        timed.append(Timed(size_mb, REPS, seconds * REPS, ranks))
+    return timed, skipped
+
+
+def time_link(meeting: Meeting, group: Optional[ProcessGroup], device: str, partner: Optional[int], size_mb: float,
+             stage: str, what: str) -> Optional[float]:
+    """This rank's message of ``size_mb`` sent to ``partner`` while it receives the partner's, once untimed and
+    LINK_REPS times timed: the GB/s one way. Every rank marks ``stage``; one with no partner waits for nothing."""
+    import torch
+    import torch.distributed as dist
+
+    meeting.arrive(stage)
+    if partner is None:
+        return None
+    outgoing = torch.zeros(max(1, int(size_mb * 2**20) // 4), dtype=torch.float32, device=device)
+    incoming = torch.empty_like(outgoing)
+
+    def both() -> list:
+        return dist.batch_isend_irecv([dist.P2POp(dist.isend, outgoing, partner, group),
+                                       dist.P2POp(dist.irecv, incoming, partner, group)])
+
+    meeting.finish_p2p(both(), stage, what)
+    started = time.perf_counter()
+    for _ in range(LINK_REPS):
+        meeting.finish_p2p(both(), stage, what)
+    seconds = time.perf_counter() - started
+    del outgoing, incoming
+    return rank_figures.algorithm_bandwidth_gbps(int(size_mb * 2**20) * LINK_REPS, seconds) or None
 
 
 def gather(meeting: Meeting, group: Optional[ProcessGroup], record: bytes, device: str, stage: str) -> List[bytes]:
@@ -198,11 +295,30 @@ def gather(meeting: Meeting, group: Optional[ProcessGroup], record: bytes, devic
     return [bytes(tensor.cpu().untyped_storage()) for tensor in everyone]  # no numpy: torch's CPU wheel lacks it
 
 
+def free_bytes(device: str) -> Optional[int]:
+    """The memory free for the check's messages on ``device``: the GPU's free memory, or the machine's
+    ``MemAvailable`` (Linux); None where it cannot be read."""
+    import torch
+
+    if device.startswith("cuda"):
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+    try:
+        text = inbound.read_text("/proc/meminfo", 64 * 1024)
+    except inbound.Unreadable:
+        return None
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name == "MemAvailable" and value.split()[:2][-1:] == ["kB"] and value.split()[0].isdigit():
+            return int(value.split()[0]) * 1024
+    return None
+
+
 def node_members(node_of_rank: Sequence[str]) -> List[List[int]]:
-    """The ranks of each node, when there are several nodes and one holds more than one rank; else none."""
+    """The ranks of each node of more than one rank, when there are several nodes; else none. A node of one rank
+    (``srun --ntasks-per-node=1``) has nothing to time within it."""
     members: dict = {}
     for rank, node in enumerate(node_of_rank):
         members.setdefault(node, []).append(rank)
-    if len(members) < 2 or all(len(ranks) < 2 for ranks in members.values()):
+    if len(members) < 2:
         return []
-    return list(members.values())
+    return [ranks for ranks in members.values() if len(ranks) > 1]

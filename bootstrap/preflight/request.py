@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from bootstrap.doors import records
 from bootstrap.doors.errors import PRESET_KEY
@@ -33,12 +33,15 @@ class Request:
     max_skew: float
     floors: Floors = field(default_factory=Floors)
     sizes_mb: Tuple[float, ...] = (1.0,)
-    network: Optional[str] = None  # ib | efa | socket | any; None: NCCL's log is not read
+    network: Optional[str] = None  # ib | roce | efa | socket | fastrak | tcpx | any; None: NCCL's log is not read
+    fabric: str = "none"  # env.fabric.name: its rules judge NCCL's log (bootstrap.preflight.fabric_check)
+    fabric_gdr: bool = False  # the fabric expects GPUDirect RDMA on NCCL's network channels
     device: str = "cpu"  # the job's device (cuda:N)
     backend: Optional[str] = None  # the process group's; None: no group
     rank: int = 0
     world_size: int = 1
     node_rank: int = 0
+    ranks_here: int = 1  # ranks sharing this rank's device memory (its node's, on a CPU; one a GPU)
     host: str = ""
     nccl_log_dir: Optional[Path] = None  # where the bootstrap pointed NCCL_DEBUG_FILE; None: it did not
     store_key: str = PREFIX  # this check's keys in the group's store (the run, the restart, the check's number)
@@ -83,6 +86,11 @@ def planned(request: Request) -> records.Preflight:
     if why:
         record.note = "; ".join(filter(None, [request.note, why.replace(PRESET_KEY, request.key)]))
     return record
+
+
+def capped(record: records.Preflight) -> List[str]:
+    """The sizes the check did not measure, and why (its note's parts that say so): warnings of the job."""
+    return [part for part in (record.note or "").split("; ") if ".preflight.sizes_mb: " in part]
 
 
 def stops(record: records.Preflight) -> bool:

@@ -8,7 +8,11 @@ reaches the same verdict and, under ``preflight.mode=error``, all stop together.
 - **slow**: a rank whose TFLOP/s is more than ``max_skew`` times below the median of the *other* ranks (with 2
   ranks the median of both would hide half the gap);
 - **floors**: a rank's TFLOP/s under ``min_tflops``, the world's bus bandwidth under ``min_busbw_gbps``, a
-  node's under ``min_node_busbw_gbps``; the network NCCL chose on a rank, when it is not the one expected.
+  node's under ``min_node_busbw_gbps``; the network NCCL chose on a rank, when it is not the one expected;
+- **invalid**: a rank whose record held a figure that cannot be (NaN, Inf, 0, above the device's bound) or a
+  byte out of range: named, and the figure left out of every other rule;
+- **slow_link**: a node whose links to the other nodes are all more than ``max_skew`` times slower than the
+  other links' median (:mod:`bootstrap.preflight.links`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from bootstrap.doors import outbound
 from bootstrap.doors.errors import PRESET_KEY
 from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.statuses import PreflightStatus as Status
+from bootstrap.preflight import links as node_links
 from bootstrap.preflight.figures import Compute, RankFigures
 from bootstrap.preflight.request import Floors
 
@@ -42,13 +47,14 @@ TOLERANCE = {"highest": 1e-5, "high": 1e-3, "medium": 5e-3}
 
 @lean_dataclass
 class Finding:
-    kind: str  # faulty | slow | min_tflops | min_busbw_gbps | min_node_busbw_gbps | network | unfinished
+    kind: str  # faulty | slow | min_tflops | min_busbw_gbps | min_node_busbw_gbps | network | unfinished | invalid
+    #            | slow_link
     message: str  # one line, naming the ranks, their hosts, the figure, what it was measured against, the fix
     ranks: List[int] = field(default_factory=list)  # the ranks named (at most MAX_NAMED)
 
     @property
     def faulty(self) -> bool:
-        return self.kind in ("faulty", "unfinished")
+        return self.kind in ("faulty", "unfinished", "invalid")
 
 
 def compute_error(result: Tensor, reference: Tensor, a_rows: Tensor, b: Tensor) -> float:
@@ -97,7 +103,7 @@ def medians_of_others(values: Sequence[float]) -> List[Optional[float]]:
 
 
 def _faulty(figures: Sequence[RankFigures]) -> List[Finding]:
-    bad = [r for r in figures if r.compute.faulty]
+    bad = [r for r in figures if r.compute.faulty and not (r.invalid and r.compute is Compute.NOT_RUN)]
     if not bad:
         return []
     said = {Compute.NOT_FINITE: "NaN or Inf", Compute.WRONG: "a wrong answer",
@@ -106,6 +112,29 @@ def _faulty(figures: Sequence[RankFigures]) -> List[Finding]:
     return [Finding("faulty", f"{text} in a matmul checked against float64: a faulty GPU or memory, or an "
                               f"overclock; take the node out of service (nvidia-smi -q -d ECC,PAGE_RETIREMENT)",
                     [r.rank for r in bad[:MAX_NAMED]])]
+
+
+def _invalid(figures: Sequence[RankFigures]) -> List[Finding]:
+    bad = [r for r in figures if r.invalid]
+    if not bad:
+        return []
+    text = _named(bad, lambda r: f" sent {', '.join(r.invalid[:3])}")
+    return [Finding("invalid", f"{text}: figures no measurement gives, left out of the verdict: a rank with a broken "
+                               "clock or memory, or a different build of hydra-train-bootstrap; its own report holds "
+                               "what it measured", [r.rank for r in bad[:MAX_NAMED]])]
+
+
+def _slow_links(figures: Sequence[RankFigures], max_skew: float) -> List[Finding]:
+    slow = node_links.slow_nodes(node_links.links(figures), max_skew) if node_links.measured_any(figures) else []
+    if not slow:
+        return []
+    text = "; ".join(f"node {s.node.host} ({Ranks.of(s.node.ranks).text()}): its links carry {_figure(s.gbps)} GB/s "
+                     f"against the other links' {_figure(s.others_gbps)} GB/s ({s.others_gbps / s.gbps:.1f}x slower)"
+                     for s in slow[:MAX_NAMED])
+    named = [rank for s in slow[:MAX_NAMED] for rank in s.node.ranks][:MAX_NAMED]
+    return [Finding("slow_link", f"{text}, above {PRESET_KEY}.preflight.max_skew={max_skew:g}: its network link is "
+                                 "slow (a NIC at a lower speed or its cable, a shaped or shared link, another job's "
+                                 "traffic): check the link's speed (ethtool, ibstat) and counters", named)]
 
 
 def _slow(figures: Sequence[RankFigures], max_skew: float) -> List[Finding]:
@@ -206,8 +235,8 @@ def judge(figures: Sequence[RankFigures], floors: Floors, max_skew: float, devic
     """Every finding the world's ``figures`` show, faulty ones first, each one clean line naming the preset as
     ``key``; ``network``: the one NCCL must choose (``preflight.network``); ``extra``: findings made elsewhere (a
     collective that did not finish). The same on every rank, given the same figures."""
-    found = [*_faulty(figures), *_low_compute(figures, floors.min_tflops, device), *_slow(figures, max_skew),
-             *_low_world(figures, floors.min_busbw_gbps, backend),
+    found = [*_invalid(figures), *_faulty(figures), *_low_compute(figures, floors.min_tflops, device),
+             *_slow(figures, max_skew), *_slow_links(figures, max_skew), *_low_world(figures, floors.min_busbw_gbps, backend),
              *_low_nodes(figures, floors.min_node_busbw_gbps, backend), *_network(figures, network), *extra]
     for finding in found:
         finding.message = outbound.finding(finding.message.replace(PRESET_KEY, key))

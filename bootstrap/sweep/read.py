@@ -24,7 +24,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from bootstrap.core import facts
 from bootstrap.core.report import JobStatus
-from bootstrap.distributed.ranks import Ranks
+from bootstrap.distributed.ranks import ranks_on_hosts
 from bootstrap.doors import inbound, records
 from bootstrap.doors.inbound import Unreadable
 from bootstrap.doors.masking import masked_line, masked_override
@@ -63,9 +63,10 @@ class Row:
     reason: str = ""  # why the row is unreadable: "bootstrap.json: job.num: not a whole number ..."
     preflight: str = ""  # the preflight check's status (ok | slow | faulty | skipped); "" in a report without one
     slowest_tflops: Optional[float] = None  # the slowest rank's matmul TFLOP/s, where the check measured
+    bad_nodes: str = ""  # the nodes the preflight named, with why (facts.bad_nodes); "" when none
     environment: Dict[str, str] = field(default_factory=dict, compare=False)  # rank 0's (facts.environment)
     override_list: Optional[Tuple[str, ...]] = None  # each override, masked, as typed; None: not known
-    ranks_apart: str = ""  # the ranks of this job whose packages differ from rank 0's ("rank 1"); "" when none
+    ranks_apart: str = ""  # the ranks of this job whose packages differ from rank 0's ("rank 1 (node2)"); "" when none
 
 
 @dataclass(frozen=True)
@@ -131,16 +132,19 @@ def row_from_reports(job_dir: "os.PathLike[str] | str", reports: List[Report],
         environment=facts.environment(first),
         preflight=first.preflight.status if first.preflight else "",
         slowest_tflops=first.preflight.slowest.tflops if first.preflight and first.preflight.slowest else None,
+        bad_nodes=masked_line(facts.bad_nodes(first.preflight)),
         ranks_apart=_ranks_apart(reports),
     )
 
 
 def _ranks_apart(reports: List[Report]) -> str:
     """The ranks whose packages differ from rank 0's, by their digests where both are known ("ranks 2-3")."""
-    digests = [(r.distributed.rank, r.provenance.packages_digest if r.provenance else None) for r in reports]
+    digests = [(r.distributed.rank, r.provenance.packages_digest if r.provenance else None,
+                r.provenance.host if r.provenance else None) for r in reports]
     first = digests[0][1]
-    apart = [rank for rank, digest in digests[1:] if first is not None and digest is not None and digest != first]
-    return Ranks.of(apart).text() if apart else ""
+    apart = [(rank, host) for rank, digest, host in digests[1:]
+             if first is not None and digest is not None and digest != first]
+    return ranks_on_hosts(apart) if apart else ""
 
 
 def _bare_row(job_dir: str, overrides: Optional[List[str]], status: str, reason: str) -> Row:

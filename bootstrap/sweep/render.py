@@ -13,6 +13,7 @@ from typing import Optional, Sequence, Tuple
 from bootstrap.doors import outbound
 from bootstrap.doors.masking import masked_line
 from bootstrap.sweep import environments, swept
+from bootstrap.sweep.rank import AUTO_OBJECTIVES
 from bootstrap.sweep.read import Row, job_order
 from bootstrap.sweep.swept import Layout
 from bootstrap.sweep.tables import CSV_NAME, MAX_CELL, to_markdown
@@ -56,15 +57,24 @@ def shared_line(layout: Layout, jobs: int) -> str:
     return f"Shared by {whose}: {code(' '.join(shown))}{tail}\n\n"
 
 
-def no_objective_note(rows: Sequence[Row], chosen: Optional[Tuple[str, str]]) -> str:
-    """Why no job is best when no job reported the objective, with the metrics they did report; or ''."""
-    if chosen is None or any(chosen[0] in row.metrics for row in rows):
-        return ""
+def no_objective_note(rows: Sequence[Row], chosen: Optional[Tuple[str, str]], objective: Optional[str] = None,
+                      directions: Optional[Sequence[str]] = None) -> str:
+    """Why no job is best when no job reported the objective, with the metrics they did report; or ''. With no
+    objective named (``objective`` None) and one sweeper objective at most, that is when no job returned a value
+    or reported any of :data:`~bootstrap.sweep.rank.AUTO_OBJECTIVES`."""
     reported = list(dict.fromkeys(name for row in sorted(rows, key=lambda r: job_order(r.job)) for name in row.metrics))
     named = ", ".join(outbound.cut(one_line(masked_line(n)), MAX_CELL) for n in reported[:MAX_NAMES])
     more = f" and {len(reported) - MAX_NAMES} more" if len(reported) > MAX_NAMES else ""
-    return (f"\nNo job reported the objective {code(one_line(masked_line(chosen[0])))}, so none is best. "
-            + (f"The jobs reported: {named}{more}.\n" if reported else "The jobs reported no metric.\n"))
+    said = f"The jobs reported: {named}{more}.\n" if reported else "The jobs reported no metric.\n"
+    if chosen is None:
+        if objective is not None or (directions and len(directions) > 1):  # named, or several: said elsewhere
+            return ""
+        tried = " or ".join(code(name) for name, _ in AUTO_OBJECTIVES)
+        return (f"\nNo job is best: no job returned a value or reported {tried}; "
+                f"return a number from the task, or rank by a metric with the callback's objective. {said}")
+    if any(chosen[0] in row.metrics for row in rows):
+        return ""
+    return f"\nNo job reported the objective {code(one_line(masked_line(chosen[0])))}, so none is best. " + said
 
 
 def _ranks_apart(rows: Sequence[Row]) -> str:
@@ -105,7 +115,7 @@ def markdown(rows: Sequence[Row], sweep_dir: Path, older: int, chosen: Optional[
         page = shared_line(layout, len(rows)) + to_markdown(list(rows), chosen[0] if chosen else None, layout) + \
             (f"\n{picture}\n" if picture else "") + _reasons(rows) + _ranks_apart(rows) + \
             no_best_note(rows, objective, directions) + \
-            no_objective_note(rows, chosen)
+            no_objective_note(rows, chosen, objective, directions)
         page += environments.note([(r.job, r.environment) for r in sorted(rows, key=lambda r: job_order(r.job))])
     else:
         page = f"No job of this sweep left a directory in {sweep_dir}: nothing to compare.\n"

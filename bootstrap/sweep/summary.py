@@ -59,7 +59,8 @@ def write(sweep_dir: Path, objective: Optional[str] = None, mode: Optional[str] 
     """Write the summary files into ``sweep_dir`` (through :mod:`bootstrap.doors.outbound`); return the markdown.
     ``directions``: the sweeper's own, per objective (:func:`bootstrap.sweep.sweepers.directions`).
     ``pictured``: draw the picture too, where matplotlib is installed and there is something to draw.
-    ``standalone``: a sweep on disk, summed up again (``bootstrap summary``): a directory without a job is refused
+    ``standalone``: a sweep on disk, summed up again (``bootstrap summary``): a directory without a job, or with
+    jobs of more than one sweep or single runs beside a sweep (:func:`walk.not_one_sweep`), is refused
     (:class:`NoJobs`), and without ``directions`` the sweeper's own are read from the jobs' ``hydra.yaml``.
 
     A sweep with no job (its first failed to compose) gets a one-line note, not an empty table.
@@ -68,6 +69,9 @@ def write(sweep_dir: Path, objective: Optional[str] = None, mode: Optional[str] 
     found, older = walk.latest(sweep_dir)
     if standalone and not found:
         raise NoJobs(render.one_line(f"{sweep_dir} holds no job of a sweep (no <job>/.hydra/overrides.yaml below it)"))
+    mixed = walk.not_one_sweep(sweep_dir) if standalone else None
+    if mixed:  # a mixed table would mislead, and its files would land among other runs': nothing is written
+        raise NoJobs(render.one_line(mixed))
     if standalone and directions is None:
         directions = read.sweepers_directions(Path(job_dir) for job_dir, _ in found)
     with read.no_cycle_collection():

@@ -92,3 +92,30 @@ def latest(sweep_dir: Path) -> Tuple[List[Tuple[str, List[str]]], int]:
         return [(job_dir, names) for job_dir, names, _ in every], 0
     return found, len(every) - len(found)
 
+
+
+def not_one_sweep(sweep_dir: Path) -> Optional[str]:
+    """Why ``sweep_dir`` is not one sweep's directory, or None: it holds the jobs of several sweeps (each below a
+    ``multirun.yaml`` of its own, as lightning-hydra-template's ``logs/train/multiruns/<time>``), or single runs
+    (no ``multirun.yaml`` at or above them) beside a sweep's jobs (its ``logs/train/runs/<time>``). A directory
+    with no ``multirun.yaml`` at all cannot be told from other sweepers' and passes."""
+    root = str(Path(sweep_dir))
+    every, multiruns = _walk(root)
+    if not multiruns:
+        return None
+    starts = [next((d for d in _above(job_dir, root) if d in multiruns), None) for job_dir, _, _ in every]
+    sweeps, single = sorted({d for d in starts if d is not None}), sum(d is None for d in starts)
+    if len(sweeps) < 2 and not single:
+        return None
+    shown = ", ".join(os.path.relpath(d, root) for d in sweeps[:3]) + (", ..." if len(sweeps) > 3 else "")
+    return (f"{root} is not one sweep's directory: it holds the jobs of {len(sweeps)} sweep(s) ({shown})"
+            + (f" and {single} single run(s)" if single else ""))
+
+
+def _above(job_dir: str, root: str) -> List[str]:
+    """``job_dir`` and the directories above it, up to ``root``."""
+    chain, directory = [job_dir], job_dir
+    while directory != root and os.path.dirname(directory) != directory:
+        directory = os.path.dirname(directory)
+        chain.append(directory)
+    return chain

@@ -26,6 +26,7 @@ no longer matches: it is the user's, and wins.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -189,6 +190,7 @@ def late_warnings(decisions: Iterable[VarDecision]) -> List[str]:
             f"{d.note}" for d in decisions if d.warn]
 
 
+@functools.lru_cache(maxsize=1024)  # pure; a dry run digests the same values at every rank
 def export_digest(key: bytes, name: str, value: str) -> str:
     """The marker's record of ``name=value``: HMAC-SHA256 under ``key``, cut to :data:`DIGEST_HEX` hex digits."""
     message = name.encode("utf-8", "surrogatepass") + b"\0" + value.encode("utf-8", "surrogatepass")

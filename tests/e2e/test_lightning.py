@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import clean_env
+from conftest import clean_env, cores
 
 # Looked up, not imported (importing lightning costs seconds). Missing, it fails every test
 # here rather than skipping them: the `lightning` extra is part of the test command.
@@ -71,12 +71,13 @@ def logged_return(job_log: Path):
     return json.loads(found[0])
 
 
-def run_app(out_dir: Path, *args: str, multirun: bool = False) -> AppRun:
-    """``python app.py ARGS`` with its output in out_dir, killed (with every rank) at the deadline."""
+def run_app(out_dir: Path, *args: str, multirun: bool = False, prefix: tuple = (), **env: str) -> AppRun:
+    """``python app.py ARGS`` with its output in out_dir, killed (with every rank) at the deadline. ``prefix``: what
+    starts it (``taskset -c 0``); ``env``: variables added to its environment."""
     dir_arg = f"hydra.sweep.dir={out_dir}" if multirun else f"hydra.run.dir={out_dir}"
-    cmd = [sys.executable, str(APP), *(["-m"] if multirun else []), dir_arg, *args]
+    cmd = [*prefix, sys.executable, str(APP), *(["-m"] if multirun else []), dir_arg, *args]
     # A new session: the ranks Lightning starts share its process group, so one killpg ends them all.
-    proc = subprocess.Popen(cmd, cwd=out_dir.parent, env=clean_env(), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, cwd=out_dir.parent, env=clean_env(**env), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         # The ranks inherit the pipes: this returns once every rank has exited, not only rank 0.
@@ -345,3 +346,125 @@ def test_an_unreachable_floor_stops_lightning_before_fit(tmp_path):
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.tail()
     assert "fit starts" not in run.stdout + run.stderr and "floor env.preflight.min_tflops=1000" in run.stderr
     assert run.report()["job"]["status"] == "check_failed"
+
+
+# -- the preflight once Lightning has made its group: its callback runs it at the trainer's setup (issue 37) ----------
+CALLBACK = "+callbacks.bootstrap._target_=bootstrap.integrations.lightning.BootstrapLogging"
+MAX_SKEW = 3  # the margins are tests/e2e/test_preflight.py's, with more loops: the machine is shared
+SLOW = 24  # busy loops on rank 1's core, each a session of its own: rank 1 gets 1/25 of it at most
+# The CPU scheduler shares a CPU between sessions first (autogroups, /proc/sys/kernel/sched_autogroup_enabled), and
+# a process's nice value counts only within its session: the app's session (rank 0 and 1) and each busy loop's are
+# raised to nice -10 (/proc/self/autogroup; without the right to, it stays 0), so that the other sessions the
+# machine runs meanwhile take little of these two cores, and rank 1's share is set by the loops.
+PIN_RANK1 = """import os
+try:
+    with open("/proc/self/autogroup", "w") as group:
+        group.write("-10")
+except OSError:
+    pass
+if os.environ.get("LOCAL_RANK") == "1" and "RANK" not in os.environ:  # the rank Lightning started, on CPU 1
+    os.sched_setaffinity(0, {1})
+"""
+
+
+def run_pinned_ddp(tmp_path: Path, *args: str, loops: int = 0) -> AppRun:
+    """The app under DDP with rank 0 alone on CPU 0 and rank 1 on CPU 1, where ``loops`` busy processes share its
+    core: a rank slowed for real (design.md section 7). Lightning starts rank 1 with rank 0's affinity, so a
+    ``sitecustomize`` moves it to CPU 1 as it starts; rank 1 starts the loops just before fit
+    (APP_RANK1_BUSY_LOOPS: its imports at a fraction of a core would take minutes); they are killed by their PIDs."""
+    assert len(os.sched_getaffinity(0)) >= 2, "a slow rank for real needs two CPUs, one per rank"
+    pin, pids = tmp_path / "pin", tmp_path / "busy.pids"
+    pin.mkdir()
+    (pin / "sitecustomize.py").write_text(PIN_RANK1)
+    with cores():  # the ranks are timed against each other: no other test meanwhile
+        try:
+            return run_app(tmp_path / "run", *BOOTSTRAP, *DDP, "env.threads.intra_op=1",
+                           f"env.preflight.max_skew={MAX_SKEW}", *args, prefix=("taskset", "-c", "0"),
+                           APP_RANK1_BUSY_LOOPS=f"{loops}:{pids}",
+                           PYTHONPATH=os.pathsep.join(filter(None, [str(pin), os.environ.get("PYTHONPATH")])))
+        finally:
+            for pid in (pids.read_text().split() if pids.exists() else []):
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            assert loops == 0 or len(pids.read_text().split()) == loops, "rank 1 did not start its busy loops"
+
+
+def _names_rank1_slow(check: dict) -> bool:
+    found = re.search(r"rank 1 \(.+?\) is ([0-9.]+)x slower than the other ranks' median", " ".join(
+        finding["message"] for finding in check["findings"]))
+    return found is not None and float(found.group(1)) > MAX_SKEW and [f["ranks"] for f in check["findings"]] == [[1]]
+
+
+def test_ddp_a_slow_rank_is_named_and_stops_every_rank_before_fit_under_error(tmp_path):
+    run = run_pinned_ddp(tmp_path, CALLBACK, "env.preflight.mode=error", loops=SLOW)
+    output = run.stdout + run.stderr
+    assert run.returncode == 1 and "fit starts" not in output and "Traceback" not in output, run.tail()
+    assert output.count("Error: preflight: rank 1 (") == 2, run.tail()  # one line from each rank
+    for name in ("bootstrap.json", "bootstrap.rank1.json"):
+        report = run.report(name)
+        check = report["preflight"]
+        assert (report["job"]["status"], check["status"], check["world_size"]) == ("check_failed", "slow", 2), check
+        assert _names_rank1_slow(check), (name, check)
+        assert "checked once the framework had made its process group" in check["note"]
+        assert check["findings"][0]["message"] in report["job"]["error"]
+
+
+def test_ddp_a_slow_rank_is_named_on_every_rank_under_warn_and_the_job_trains(tmp_path):
+    run = run_pinned_ddp(tmp_path, CALLBACK, "env.preflight.mode=warn", loops=SLOW)
+    assert_ok(run)
+    for name in ("bootstrap.json", "bootstrap.rank1.json"):
+        report = run.report(name)
+        check = report["preflight"]
+        assert (report["job"]["status"], check["status"], check["world_size"]) == ("completed", "slow", 2), check
+        assert _names_rank1_slow(check), (name, check)
+        assert f"preflight: {check['findings'][0]['message']}" in report["warnings"]
+        assert report["timings"]["preflight_s"] == check["seconds"] > 0
+
+
+NEVER_COMPARED = "preflight: env.preflight.mode=warn was asked for, but the ranks were never compared"
+
+
+def test_ddp_without_the_callback_a_check_asked_for_is_a_warning_on_every_rank(tmp_path):
+    run = run_pinned_ddp(tmp_path)  # cpu_debug's mode=warn, and nothing runs the check once Lightning's group exists
+    assert_ok(run)
+    assert (run.stdout + run.stderr).count(NEVER_COMPARED) == 2, run.tail()
+    for name in ("bootstrap.json", "bootstrap.rank1.json"):
+        report = run.report(name)
+        (said,) = [warning for warning in report["warnings"] if warning.startswith(NEVER_COMPARED)]
+        assert "add bootstrap.integrations.lightning.BootstrapLogging to the trainer's callbacks" in said
+        assert report["preflight"]["status"] == "skipped" and report["job"]["status"] == "completed"
+
+
+# -- the commands say which config they composed, and name the fix (issue 37) --------------------------------------
+def _bootstrap(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bootstrap", *args], capture_output=True, text=True,
+                          env=clean_env(), cwd=cwd, timeout=TIMEOUT)
+
+
+def test_diff_here_takes_the_config_from_the_runs_own_hydra_record(number_run):
+    assert_ok(number_run)
+    proc = _bootstrap("diff", str(number_run.out_dir), "--here", cwd=number_run.out_dir.parent)
+    assert proc.returncode == 0 and "no differences" in proc.stdout, proc.stdout + proc.stderr
+    assert f"config: train from {APP.parent / 'conf'}, as the run's .hydra/hydra.yaml records it" in proc.stdout
+
+
+def test_diff_here_without_a_hydra_record_names_the_config_options(number_run, tmp_path):
+    assert_ok(number_run)
+    copy = tmp_path / "run"
+    shutil.copytree(number_run.out_dir, copy)
+    shutil.rmtree(copy / ".hydra")
+    proc = _bootstrap("diff", str(copy), "--here", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout.startswith("config: the package's own")
+    assert "pass --config-path <the app's config directory> --config-name <its primary config>" in proc.stderr
+
+
+def test_doctor_says_which_config_it_composed_and_to_add_a_preset(tmp_path):
+    proc = _bootstrap("doctor", "--config-path", str(APP.parent / "conf"), "--config-name", "train", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout == f"config: train from {APP.parent / 'conf'}\n", proc.stdout
+    assert "add +env=cpu_debug (or another preset) to the command" in proc.stderr
+    bare = _bootstrap("doctor", cwd=tmp_path)  # in an app's directory: the package's own config, and it says so
+    assert bare.stdout.startswith("config: the package's own (") and "pass --config-path" in bare.stdout

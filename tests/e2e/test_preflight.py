@@ -21,7 +21,7 @@ import pytest
 
 from bootstrap.preflight.request import PICTURE
 
-from conftest import STUB, clean_env
+from conftest import STUB, clean_env, cores
 
 APP_DIR = Path(__file__).parents[1] / "preflight_app"
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "--no-python",
@@ -30,12 +30,16 @@ MAX_SKEW = 3
 SLOW = "8"  # busy loops on rank 1's core
 
 
-def _torchrun(tmp_path, *overrides, loops="0", rank1_args="", script=APP_DIR / "app.py", **env):
+def _torchrun(tmp_path, *overrides, loops="0", rank1_args="", script=APP_DIR / "app.py", prefix=(), **env):
+    """torchrun's 2 ranks through pinned.sh (``prefix``: a command that runs torchrun); returns the finished
+    process, both ranks' reports, and the seconds it took."""
     run_dir = tmp_path / "run"
     started = time.monotonic()
-    proc = subprocess.run([*TORCHRUN, str(script), f"hydra.run.dir={run_dir}", "env.threads.intra_op=1",
-                           f"env.preflight.max_skew={MAX_SKEW}", *overrides], capture_output=True, text=True,
-                          cwd=tmp_path, env=clean_env(BUSY_LOOPS=loops, RANK1_ARGS=rank1_args, **env), timeout=300)
+    with cores():  # the ranks are timed against each other: no other test meanwhile
+        proc = subprocess.run([*prefix, *TORCHRUN, str(script), f"hydra.run.dir={run_dir}", "env.threads.intra_op=1",
+                               f"env.preflight.max_skew={MAX_SKEW}", *overrides], capture_output=True, text=True,
+                              cwd=tmp_path, env=clean_env(BUSY_LOOPS=loops, RANK1_ARGS=rank1_args, **env),
+                              timeout=300)
     reports = [json.loads((run_dir / f"bootstrap.rank{rank}.json").read_text()) for rank in (0, 1)]
     return proc, reports, time.monotonic() - started
 

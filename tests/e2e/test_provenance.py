@@ -206,7 +206,7 @@ def test_torchrun_ranks_write_their_own_files_and_diff_names_the_rank_with_other
     assert "fakepkg==1.0" not in (out / "packages.rank0.txt").read_text().splitlines()
     diff = subprocess.run([sys.executable, "-m", "bootstrap", "diff", str(out), str(out), "--rank", "1"],
                           capture_output=True, text=True, env=clean_env(), timeout=120)
-    assert f"packages differ from rank 0's on rank 1 (packages.txt {ranks[1]['packages_digest'][:12]}" in diff.stdout
+    assert f"packages differ from rank 0's on rank 1 ({ranks[1]['host']}) (packages.txt {ranks[1]['packages_digest'][:12]}" in diff.stdout
     # and the sweep summary of the runs beside it says which job's ranks ran other packages
     summary = subprocess.run([sys.executable, "-m", "bootstrap", "summary", str(tmp_path), "--no-plot"],
                              capture_output=True, text=True, env=clean_env(), timeout=120)

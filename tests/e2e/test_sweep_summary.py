@@ -122,3 +122,22 @@ def test_without_matplotlib_the_command_writes_the_summary_and_one_line_says_how
         [canvas.MISSING]
     assert f"\n{canvas.MISSING}\n" in markdown and IMAGE not in markdown and not (sweep / "sweep_summary.png").exists()
     assert _table(markdown)[0].startswith("| job | status | intra_op | inter_op | env.threads.intra_op |")
+
+
+def test_bootstrap_summary_of_a_directory_holding_single_runs_and_a_sweep_exits_2_and_writes_nothing(
+        thread_sweep, tmp_path):
+    # lightning-hydra-template's logs/train: runs/<time> (single runs) beside multiruns/<time> (a sweep)
+    logs = tmp_path / "logs"
+    shutil.copytree(thread_sweep, logs / "multiruns" / "t1")
+    single = _run([str(STUB), "train.steps=1", "env=cpu_debug", f"hydra.run.dir={logs / 'runs' / 't0'}"], tmp_path)
+    assert single.returncode == 0, single.stderr[-3000:]
+    proc = _run(["-m", "bootstrap", "summary", str(logs)], tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"bootstrap summary: SWEEP_DIR {logs} is not one sweep's directory: it holds the "
+                                  "jobs of 1 sweep(s) (multiruns/t1) and 1 single run(s): give the sweep's directory")
+    assert not list(logs.glob("sweep_summary*")) and proc.stdout == ""
+    shutil.copytree(thread_sweep, logs / "multiruns" / "t2")  # two sweeps, no single run: refused as well
+    shutil.rmtree(logs / "runs")
+    proc = _run(["-m", "bootstrap", "summary", str(logs / "multiruns")], tmp_path)
+    assert proc.returncode == 2 and "jobs of 2 sweep(s) (t1, t2)" in proc.stderr, proc.stderr
+    assert _run(["-m", "bootstrap", "summary", str(logs / "multiruns" / "t2")], tmp_path).returncode == 0

@@ -159,6 +159,25 @@ def test_tensorboard_shows_the_report_beside_the_models_hparams(lightning_job):
     assert_no_secret(*map(str, shown.values()))
 
 
+def test_tensorboard_shows_the_report_in_lightning_hydra_templates_order_of_calls(tmp_path):
+    # The template logs its hparams before fit: the event file's first session_start_info, which the HParams view
+    # shows, must hold the report too, beside the template's own keys.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import metadata
+
+    out = tmp_path / "out"
+    run_app(out, "tracker=lightning", "template_order=true", "logger=[tensorboard]", *BOOTSTRAP, *SECRETS)
+    (events,) = (out / "tensorboard" / "version_0").glob("events.out.tfevents.*")
+    accumulator = EventAccumulator(str(events))
+    accumulator.Reload()
+    content = accumulator.PluginTagToContent(metadata.PLUGIN_NAME)[metadata.SESSION_START_INFO_TAG]
+    hparams = metadata.parse_session_start_info_plugin_data(content).hparams  # the first set: the view's
+    shown = {key: value.string_value or value.number_value or value.bool_value for key, value in hparams.items()}
+    assert shown["task_name"] == "train" and shown["model/hidden"] == 8 and shown["seed"] == 12345, sorted(shown)
+    assert_stable_keys(shown)
+    assert_no_secret(*map(str, shown.values()))
+
+
 def test_mlflow_logger_runs_get_params_then_tags_and_the_artifact(lightning_job):
     from mlflow import MlflowClient
 
@@ -168,6 +187,7 @@ def test_mlflow_logger_runs_get_params_then_tags_and_the_artifact(lightning_job)
     assert run.data.params["hidden"] == "8"
     assert_stable_keys(run.data.tags)  # the job's end: the view as tags, and the report
     assert run.data.tags["bootstrap/job/status"] == "completed"
+    assert "bootstrap/job/status" not in run.data.params  # written once, at the setup: it would say running
     assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["bootstrap.json"]
     assert_no_secret(*run.data.params.values(), *run.data.tags.values())
 

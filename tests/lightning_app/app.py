@@ -5,6 +5,7 @@ It does not enable the bootstrap itself; a user does, from the command line:
     python app.py                                               # plain
     python app.py +env=cpu_debug hydra/callbacks=bootstrap      # with the bootstrap
     python app.py trainer.strategy=ddp trainer.devices=2        # two CPU ranks
+    python app.py +callbacks.bootstrap._target_=bootstrap.integrations.lightning.BootstrapLogging  # its callback
 
 ``returns=number`` returns ``float(val/loss)`` (what Optuna-style sweepers minimise);
 ``returns=metrics`` returns ``dict(trainer.callback_metrics)``, a dict of 0-d tensors.
@@ -13,6 +14,7 @@ It does not enable the bootstrap itself; a user does, from the command line:
 import json
 import logging
 import os
+import subprocess
 from typing import Any, Dict, Union
 
 import hydra
@@ -28,9 +30,26 @@ def train(cfg: DictConfig) -> Dict[str, Any]:
     L.seed_everything(cfg.seed, workers=True)
     datamodule = TeacherDataModule(**cfg.data)
     model = Regressor(features=cfg.data.features, **cfg.model)
-    trainer = L.Trainer(**OmegaConf.to_container(cfg.trainer, resolve=True))
+    # as lightning-hydra-template does: each entry of `callbacks` is instantiated (+callbacks.NAME._target_=...)
+    callbacks = [hydra.utils.instantiate(c) for c in cfg.callbacks.values()]
+    trainer = L.Trainer(**OmegaConf.to_container(cfg.trainer, resolve=True), callbacks=callbacks)
+    _slow_rank1()
     trainer.fit(model, datamodule=datamodule)
     return dict(trainer.callback_metrics)
+
+
+def _slow_rank1() -> None:
+    """With ``APP_RANK1_BUSY_LOOPS=N:FILE`` (tests/e2e/test_lightning.py's slow rank): rank 1 starts N busy processes
+    before fit, on its own CPU (they inherit its affinity), and writes their PIDs to FILE for the test to end them.
+    Each is a session of its own: the CPU scheduler's autogroups share a CPU between sessions first, so loops in
+    this app's session would slow rank 0 as much as rank 1 (and each raises its session to nice -10, as the
+    test raises the app's: the machine's other sessions then take little of the two cores)."""
+    loops, _, pids = os.environ.get("APP_RANK1_BUSY_LOOPS", "0:").partition(":")
+    if os.environ.get("LOCAL_RANK") == "1" and int(loops):
+        started = [subprocess.Popen(["sh", "-c", "echo -10 >/proc/self/autogroup; while :; do :; done"], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True) for _ in range(int(loops))]
+        with open(pids, "w") as out:
+            out.write(" ".join(str(loop.pid) for loop in started))
 
 
 @hydra.main(config_path="conf", config_name="train", version_base="1.3")

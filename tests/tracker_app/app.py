@@ -9,7 +9,8 @@ It knows nothing of the trackers' integrations: the bootstrap is enabled from th
 - ``wandb``: ``wandb.init()`` (``WANDB_MODE=offline``) with a config of its own; ``wandb=open`` leaves the run
   active at the job's end, ``wandb=passed`` passes ``bootstrap.current().flat()`` to ``wandb.init`` and finishes;
 - ``lightning``: ``Trainer.fit`` with the loggers and callbacks of ``conf/logger`` and ``conf/callbacks``,
-  instantiated as lightning-hydra-template does;
+  instantiated as lightning-hydra-template does (``template_order=true``: the app logs its own hyperparameters
+  through every logger before ``fit``, as the template's ``log_hyperparameters()`` does);
 - ``none``: nothing.
 """
 
@@ -75,7 +76,13 @@ def with_lightning(cfg: DictConfig) -> None:
     trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=1, logger=loggers, callbacks=callbacks,
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                         log_every_n_steps=1)
-    trainer.fit(Regressor(hidden=cfg.hidden, lr=cfg.lr), data)
+    model = Regressor(hidden=cfg.hidden, lr=cfg.lr)
+    if cfg.template_order:  # lightning-hydra-template's train.py: log_hyperparameters(object_dict) before fit
+        hparams = {"model": {"hidden": cfg.hidden, "lr": cfg.lr}, "task_name": "train", "seed": 12345,
+                   "model/params/total": sum(p.numel() for p in model.parameters())}
+        for logger in trainer.loggers:
+            logger.log_hyperparams(hparams)
+    trainer.fit(model, data)
 
 
 @hydra.main(config_path="conf", config_name="train", version_base="1.3")

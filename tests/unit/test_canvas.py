@@ -16,6 +16,7 @@ def planted_secret():
     yield SECRET
 
 
+@pytest.mark.extra("plot")
 @pytest.mark.parametrize("suffix", [".svg", ".png"])
 def test_a_picture_s_texts_are_masked_and_escaped(tmp_path, planted_secret, suffix):
     figure = canvas.new_figure((4, 3))

@@ -158,3 +158,13 @@ def test_the_main_entry_point_knows_the_command():
     from bootstrap.cli.commands import COMMANDS
 
     assert COMMANDS["diff"] == "diff"
+
+
+def test_ranks_are_named_with_their_distinct_hosts_and_at_most_a_few_hosts():
+    from bootstrap.distributed.ranks import MAX_HOSTS_SHOWN, ranks_on_hosts
+
+    assert ranks_on_hosts([(2, "node3")]) == "rank 2 (node3)"
+    assert ranks_on_hosts([(2, "node3"), (3, "node3"), (4, None)]) == "ranks 2-4 (node3)"
+    assert ranks_on_hosts([(1, None)]) == "rank 1"  # a report without provenance: no host to name
+    many = ranks_on_hosts((rank, f"n{rank}") for rank in range(100))
+    assert many == f"ranks 0-99 ({', '.join(f'n{r}' for r in range(MAX_HOSTS_SHOWN))}, ... (100 hosts))"

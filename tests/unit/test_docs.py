@@ -163,6 +163,20 @@ _MODULE_PATH = re.compile(r"\bbootstrap/[\w/]+\.py\b")
 _DOTTED = re.compile(r"`(bootstrap(?:\.[A-Za-z_]\w*)+)[`(]")
 
 
+def _defined_in_source(module: list, attributes: list) -> bool:
+    """The module's file exists and defines the first attribute (a class, a function, a name), anywhere in it."""
+    path = ROOT.joinpath(*module).with_suffix(".py")
+    if not path.is_file():
+        return False
+    if not attributes:
+        return True
+    tree = ast.parse(path.read_text())
+    names = {node.name for node in ast.walk(tree) if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
+    names |= {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) for target in node.targets
+              if isinstance(target, ast.Name)}
+    return attributes[0] in names
+
+
 def _resolves(dotted: str) -> bool:
     """``bootstrap.doors.records.Report``: the longest importable module, then attributes."""
     parts = dotted.split(".")
@@ -170,6 +184,10 @@ def _resolves(dotted: str) -> bool:
         try:
             obj = importlib.import_module(".".join(parts[:cut]))
         except ModuleNotFoundError:
+            continue
+        except ImportError:  # an integration whose tracker (an extra) is not installed: read its source instead
+            if _defined_in_source(parts[:cut], parts[cut:]):
+                return True
             continue
         try:
             for attribute in parts[cut:]:

@@ -117,6 +117,38 @@ def test_a_view_past_the_bound_says_how_many_keys_it_left_out():
     assert view["bootstrap/vars/V0"] == "0"
 
 
+def test_a_capped_view_keeps_the_promised_keys_first_then_sections_in_order_and_left_out_last():
+    # A report whose open-ended sections (thousands of variables, lint findings) come before the job's status and
+    # its provenance, as in bootstrap.json: the cap must still keep the keys every run promises.
+    data = {"schema_version": 5, "preset": "p",
+            "lint": [{"name": f"L{i}", "kind": "k", "message": "m"} for i in range(400)],
+            "vars": {f"V{i}": {"value": str(i)} for i in range(3000)},
+            "threads": {"intra_op": 2},
+            "provenance": {"host": "node-7", "git": {"commit": "abc", "dirty": False}},
+            "job": {"status": "failed", "error": "RuntimeError: boom"}}
+    view = flat.view(data)
+    assert len(view) == flat.MAX_KEYS and list(view)[-1] == flat.LEFT_OUT_COUNT
+    for key, value in {"bootstrap/job/status": "failed", "bootstrap/job/error": "RuntimeError: boom",
+                       "bootstrap/host": "node-7", "bootstrap/git/commit": "abc", "bootstrap/git/dirty": False,
+                       "bootstrap/preset": "p", "bootstrap/schema_version": 5, "bootstrap/threads/intra_op": 2}.items():
+        assert view[key] == value, key
+    # lint comes before vars in the documented order: every lint key is kept, vars are cut from their end
+    assert sum(key.startswith("bootstrap/lint/") for key in view) == 400 * 2
+    assert "bootstrap/vars/V0" in view and "bootstrap/vars/V2999" not in view
+    assert view[flat.LEFT_OUT_COUNT] == (3000 + 400 * 2 + 8) - (flat.MAX_KEYS - 1)
+    order = list(view)  # the kept keys in the report's order
+    assert order.index("bootstrap/preset") < order.index("bootstrap/lint/L0/kind") < order.index("bootstrap/vars/V0") \
+        < order.index("bootstrap/threads/intra_op") < order.index("bootstrap/host") < order.index("bootstrap/job/status")
+
+
+def test_every_section_of_a_report_has_a_place_in_the_caps_order():
+    from bootstrap.doors import records
+
+    sections = set(records.Report().to_json())
+    named = set(flat.SECTION_ORDER) | {first.split("/")[0] for first in flat.FIRST}
+    assert sections <= named, sorted(sections - named)
+
+
 def test_long_keys_and_values_are_cut_to_mlflows_limits_and_keys_stay_distinct():
     long_a, long_b = "x" * 300 + "a", "x" * 300 + "b"
     view = flat.view({"vars": {long_a: {"value": "1"}, long_b: {"value": "2"}}, "note": "y" * 9000,

@@ -139,7 +139,7 @@ def test_the_reason_names_the_file_and_the_field(tmp_path):
     make_job(sweep, "3", ["a=4"], good_report(3))
     (sweep / "3" / "bootstrap.rank1.json").write_text('{"job": {"num": 10000000000000000000}}')
     markdown = summary.write(sweep)
-    assert markdown.split("Unreadable, so never ranked (4):\n")[1].splitlines() == [
+    assert markdown.split("Unreadable, so never ranked (4):\n")[1].split("\n\n")[0].splitlines() == [
         "- 0: bootstrap.json: job.metrics.samples_per_s: not a finite number",
         "- 1: bootstrap.json: checks[0].ok: not true or false",
         "- 2: .hydra/overrides.yaml: not a list of strings",

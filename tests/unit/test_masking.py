@@ -72,3 +72,18 @@ def test_the_faster_credential_patterns_find_exactly_what_the_old_ones_found(tex
 
     assert spans(masking._USERINFO) == spans(_OLD_USERINFO)
     assert spans(masking._TOKEN) == spans(_OLD_TOKEN)
+
+
+def test_errors_page_says_what_the_overrides_record_shows_of_a_reference():
+    """docs/errors.md's examples of ``${oc.env:...}`` in an override are what the record shows (issue 37)."""
+    import re
+    from pathlib import Path
+
+    from bootstrap.doors.masking import masked_override
+
+    page = (Path(__file__).parents[2] / "docs" / "errors.md").read_text()
+    recorded = re.findall(r"`(\+[^`]+\$\{oc\.env:[^`]+)` is recorded as `([^`]+)`", page)
+    kept = re.findall(r"`(\+[^`]+\$\{oc\.env:[^`]+)` stays as typed", page)
+    assert recorded and kept, "docs/errors.md gives no example of a reference in an override"
+    assert [masked_override(typed) for typed, _ in recorded] == [shown for _, shown in recorded]
+    assert [masked_override(typed) for typed in kept] == kept

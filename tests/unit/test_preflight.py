@@ -168,10 +168,12 @@ def test_a_record_of_the_wrong_size_is_a_rank_that_measured_nothing(data):
 
 
 def test_a_hostile_record_is_read_within_its_bounds():
-    record = figures.LAYOUT.pack(-9, 77, 200, float("nan"), -4.0, float("inf"), b"evil\nhost\x1b[31m" + b"\0" * 40)
+    record = figures.LAYOUT.pack(figures.VERSION, -9, 77, 200, float("nan"), -4.0, float("inf"), 0.0, 1e9,
+                                 b"evil\nhost\x1b[31m" + b"\0" * 40)
     got = figures.unpack(1, record)
     assert got.compute is Compute.NOT_RUN and got.node_rank == 0 and got.network is None
-    assert (got.tflops, got.busbw_gbps, got.node_busbw_gbps) == (None, None, None)
+    assert (got.tflops, got.busbw_gbps, got.node_busbw_gbps, got.link_prev_gbps, got.link_next_gbps) == (None,) * 5
+    assert len(got.invalid) == 8  # each: the node rank, the verdict, the network and the five figures
     assert "\n" not in got.host and "\x1b" not in got.host and got.host.startswith("'evil\\nhost")
 
 

@@ -46,6 +46,7 @@ def _ticks(collection) -> list:
     return [(round((a[0] + b[0]) / 2), a[1]) for a, b in collection.get_segments()]
 
 
+@pytest.mark.extra("plot")
 def test_each_rank_s_figures_against_the_median_of_the_others_and_the_floor():
     world = _world()
     findings = _judged(world)
@@ -87,6 +88,7 @@ def test_a_node_s_all_reduce_has_a_panel_of_its_own_and_names_the_slow_node():
     assert (node.values, node.named, [line.values for line in node.lines]) == ([0.2, 0.2, 5.0, 5.0], [0], [[1.0]])
 
 
+@pytest.mark.extra("plot")
 def test_ten_thousand_ranks_one_point_each_and_a_bounded_picture():
     world = [_rank(r, 0.05 + (r % 7) * 0.001) for r in range(10_000)]
     world[4321] = _rank(4321, 0.001)
@@ -99,6 +101,7 @@ def test_ten_thousand_ranks_one_point_each_and_a_bounded_picture():
     assert len(figure.axes[0].texts) <= drawing.MAX_LABELLED and figure.get_size_inches()[1] < 10
 
 
+@pytest.mark.extra("plot")
 def test_the_picture_travels_as_json_and_is_read_back_strictly(tmp_path):
     series = picture.picture(_world(), _judged(_world()), REQUEST)
     sent = outbound.to_json(series.to_json()).encode()

@@ -116,6 +116,20 @@ def test_a_diff_line_that_assigns_a_credential_is_masked(line, shown):
     assert masked_source(f"{line}\n{line}") == f"{shown}\n{shown}"
 
 
+def test_a_diff_that_adds_a_private_key_and_an_authorization_header_keeps_neither():
+    body = ["+MIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+            "+VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK"]
+    diff = "\n".join(["+++ b/deploy/key.pem", "+-----BEGIN RSA PRIVATE KEY-----", *body,
+                      "+-----END RSA PRIVATE KEY-----", "+++ b/client.py",
+                      '+headers = {"Authorization": "Bearer abcDEF123456ghiJKL"}',
+                      "+curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZA==' https://x"])
+    shown = masked_source(diff)
+    assert all(line[1:] not in shown for line in body)
+    assert "abcDEF123456ghiJKL" not in shown and "dXNlcjpwYXNzd29yZA==" not in shown
+    assert "+-----BEGIN RSA PRIVATE KEY-----***-----END RSA PRIVATE KEY-----" in shown
+    assert '"Authorization": "Bearer ***"' in shown and "+++ b/client.py" in shown
+
+
 def test_each_rank_of_a_world_names_its_own_files():
     assert collect.file_names(0, 1) == ("git.diff", "packages.txt")
     assert collect.file_names(3, 8) == ("git.rank3.diff", "packages.rank3.txt")

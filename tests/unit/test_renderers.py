@@ -194,14 +194,21 @@ def _peer_figures(sweep: Path) -> str:
     from bootstrap.preflight import check, figures, verdict
 
     hostile_host = f"h\n{FORGED} password={PLANTED['preflight']}".encode()
-    sent = [figures.LAYOUT.pack(0, 0, 1, 1.0, 1.0, -1.0, hostile_host),
-            figures.LAYOUT.pack(0, 0, 3, 0.01, 1.0, -1.0, b"b"), b"\xff" * 3,
-            figures.LAYOUT.pack(2**40, 9, 99, float("nan"), -2.0, 1e308, b"\x1b[2J" * 30)]
-    world = [figures.unpack(rank, data) for rank, data in enumerate(sent)]
+    v = figures.VERSION
+    sent = [figures.LAYOUT.pack(v, 0, 0, 1, 1.0, 1.0, -1.0, -1.0, 2.0, hostile_host),
+            figures.LAYOUT.pack(v, 0, 0, 3, 0.01, 1.0, -1.0, 0.001, -1.0, b"b"), b"\xff" * 3,
+            figures.LAYOUT.pack(9, 2**40, 9, 99, float("nan"), -2.0, 1e308, 0.0, float("inf"), b"\x1b[2J" * 30)]
+    world = [figures.unpack(rank, data, "cuda") for rank, data in enumerate(sent)]
     found = verdict.judge(world, verdict.Floors(min_tflops=5, min_busbw_gbps=9), 2.0, "cuda", "nccl", network="ib")
     record = check.records.Preflight(status=verdict.status(found))
     check._summarise(record, world, world[0], found)
-    return "\n".join(f.message for f in found) + "\n" + outbound.to_json(record.to_json())
+    # the headers, read before the records: a hostile host in one of this version, and one of no known form
+    headers = [figures.read_header(0, figures.header(sent[0], 1.0, hostile_host.decode(), 0)),
+               figures.read_header(1, figures.HEADER.pack(figures.MAGIC, 9, 7, 1.0, 0, hostile_host)
+                                   .ljust(figures.HEADER_BYTES, b"\0")), figures.read_header(2, b"\xff" * 98)]
+    (mismatched,) = verdict.judge([], verdict.Floors(), 2.0, "cuda", "nccl",
+                                  extra=[check._mismatched(figures.agree(headers)[0])])  # as check.run judges it
+    return "\n".join([*(f.message for f in found), mismatched.message]) + "\n" + outbound.to_json(record.to_json())
 
 
 def _driver_version(sweep: Path) -> str:
@@ -214,6 +221,26 @@ def _driver_version(sweep: Path) -> str:
     return str(machine.driver_version(inbound.read_text(planted)))
 
 
+def _exclusion_file(sweep: Path) -> str:
+    """The shared exclusion file (env.nodes.exclude_file), any user's lines (bootstrap.core.nodes)."""
+    import json
+
+    from bootstrap.core import nodes
+    from bootstrap.core.schema import EnvConfig, Nodes
+
+    shared = sweep / "exclude.jsonl"
+    entry = {"node": "h", "reason": "slow", "observed_at": "2026-12-06T00:00:00Z",
+             "valid_until": "2099-01-01T00:00:00Z"}
+    shared.write_text("\n".join([
+        json.dumps({**entry, "reason": f"slow\n{FORGED}"}), json.dumps({**entry, "node": f"h\n{FORGED}"}),
+        json.dumps({**entry, "job_id": f"1\n{FORGED} password={PLANTED['preflight']}", "message": f"\n{FORGED}"}),
+        f"\x1b[2J{FORGED} token={PLANTED['provenance']}"]) + "\n")
+    warnings: list = []
+    refusal = nodes.at_start(EnvConfig(nodes=Nodes(exclude_file=str(shared), exclude_ttl_h=10**6)), "env", warnings,
+                             "h", {})
+    return "\n".join([*warnings, refusal.message if refusal else ""])
+
+
 def _nccl_network(sweep: Path) -> str:
     """NCCL's log, another program's text (bootstrap.preflight.nccl_log)."""
     from bootstrap.preflight import nccl_log
@@ -224,6 +251,29 @@ def _nccl_network(sweep: Path) -> str:
     return f"{found.text} {found.kind}"
 
 
+def _fabric_findings(sweep: Path) -> str:
+    """NCCL's logs judged by the fabric rules: bootstrap doctor --nccl-log, and every rank's gathered findings."""
+    from bootstrap.cli import nccl_logs
+    from bootstrap.core import schema
+    from bootstrap.preflight import fabric_check, fabric_suggest
+
+    log = sweep / "fabric.log"
+    log.write_bytes((f"h\x1b[2J:1:2 [0] NCCL INFO Using network Socket\n{FORGED}\n"
+                     f"n1:1:2 [0] NCCL INFO NET/IB : No device found. token={PLANTED['preflight']}\n"
+                     f"n1:1:2 [0] NCCL INFO Using network Socket\n"
+                     f"n2:3:4 [0] x.cc:1 NCCL WARN Failed to initialize any NET plugin\n{FORGED} \x00\n"
+                     f"n3:5:6 [0] NCCL INFO NET/Socket : Using [0]virbr0:1.2.3.4<0>\n"
+                     f"n3:5:6 [0] NCCL INFO Using network Socket\n").encode())
+    preset = schema.load({"fabric": {"name": "ib", "gdr": True}, "preflight": {"mode": "error"}})
+    lines, unread, _ = nccl_logs.judge(preset, [log, sweep / "absent.log"])
+    gathered = fabric_check.unpack(0, fabric_check.pack([line + f"\n{FORGED}" for line in lines]))
+    device = sweep / "sys" / "class" / "infiniband" / f"mlx5\n{FORGED}"
+    (device / "ports" / "1").mkdir(parents=True, exist_ok=True)
+    (device / "ports" / "1" / "link_layer").write_text("InfiniBand\n")
+    suggested = fabric_suggest.suggest(sweep, {})
+    return "\n".join([*lines, *unread, *(f.message for f in gathered), str(suggested[1] if suggested else "")])
+
+
 RENDERERS = {
     "bootstrap diff": _diff(), "bootstrap diff --all": _diff("--all"), "bootstrap diff --json": _diff("--json"),
     "sweep summary (markdown, the environments' note)": _summary, "sweep summary (CSV)": _summary_csv,
@@ -232,6 +282,8 @@ RENDERERS = {
     "a Lightning rank against rank 0's report": _rank0_report, "a peer's record in the store": _peer_record,
     "doctor and the job's log table": _doctor_and_log_table,
     "the ranks' preflight figures": _peer_figures, "NCCL's log": _nccl_network,
+    "the GPU driver's version": _driver_version, "NCCL's logs judged by the fabric rules": _fabric_findings,
+    "the shared exclusion file": _exclusion_file,
     "the GPU driver's version": _driver_version,
 }
 
@@ -244,7 +296,8 @@ def sweep(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("name", RENDERERS)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.extra("plot")) if "picture" in name else name
+                                  for name in RENDERERS])
 def test_every_renderer_masks_by_name_keeps_lines_and_stays_bounded(sweep, name):
     shown = RENDERERS[name](sweep)
     assert shown.strip(), name
@@ -300,13 +353,20 @@ READERS_OF_OTHERS_DATA = {
     "bootstrap/variables/exportkey.py": "the export key file (tests/unit/test_exportkey.py): never shown",
     "bootstrap/core/schema.py": "the presets this package ships: its own files",
     "bootstrap/preflight/figures.py": "every rank's preflight figures from the gather: 'the ranks' preflight figures'",
-    "bootstrap/preflight/nccl_log.py": "NCCL's own log: 'NCCL's log'",
+    "bootstrap/preflight/measure.py": "/proc/meminfo, the kernel's: one number (MemAvailable), never shown",
+    "bootstrap/preflight/nccl_log.py": "NCCL's own log: 'NCCL's log'; logs a person names (doctor --nccl-log): "
+                                       "'NCCL's logs judged by the fabric rules'",
+    "bootstrap/preflight/fabric_check.py": "this process's NCCL log where the user pointed it, and every rank's "
+                                           "fabric findings: 'NCCL's logs judged by the fabric rules'",
+    "bootstrap/preflight/fabric_suggest.py": "/sys's RDMA devices (names, link layers): 'NCCL's logs judged by the "
+                                             "fabric rules'",
+    "bootstrap/distributed/badnodes.py": "the shared exclusion file's lines: 'the shared exclusion file'",
     "bootstrap/pictures/preflight.py": "the picture rank 0 sends its own drawing process on stdin: not others' data "
                                        "(cleaned when sent; its texts cleaned again when saved, canvas.save)",
 }
 _READS = re.compile(r"\b(?:read_report|from_json|exchange|parse_json_bytes|read_json|read_yaml_mapping|"
                     r"read_string_list|read_pickled_data|read_private_bytes|read_text|store\.get|compare_set|unpack_record|"
-                    r"read_log_head)\(")
+                    r"read_log_head|read_own_log_lines|read_log_lines)\(")
 
 
 def test_every_reader_of_others_data_is_walked_here():

@@ -137,3 +137,18 @@ def test_the_environment_note_is_bounded_however_many_jobs_and_facts_differ():
     assert all(len(line) < 1500 for line in lines)
     assert "and 135 more" in lines[1] and "3 other values in 428 jobs" in lines[1]
     assert environments.note(jobs[:1]) == "" and environments.note([]) == ""
+
+
+def test_a_sweep_whose_jobs_return_nothing_marks_no_best_and_says_why_in_one_line():
+    from bootstrap.sweep import rank as ranking
+    from bootstrap.sweep import render
+    from bootstrap.sweep.read import Row
+
+    rows = ranking.rank([Row(str(i), f"a={i}", "completed", 1, 1, {}, override_list=(f"a={i}",)) for i in (0, 1)],
+                        None, None, None)
+    assert not any(row.best for row in rows)
+    page = render.markdown(rows, Path("sweep"), 0, ranking.objective_for(rows), None, None)
+    (said,) = [line for line in page.splitlines() if line.startswith("No job is best")]
+    assert said == ("No job is best: no job returned a value or reported `samples_per_s` or `return`; return a "
+                    "number from the task, or rank by a metric with the callback's objective. The jobs reported no "
+                    "metric."), said

@@ -46,6 +46,7 @@ def series(figure, categorical=()):
     return found
 
 
+@pytest.mark.extra("plot")
 def test_each_swept_key_plots_every_job_with_the_objective_and_the_best_is_its_own_point():
     rows = ranked(job(0, "env=probe", "intra_op=1", "lr=0.1", samples_per_s=100.0),
                   job(1, "env=cpu_debug", "intra_op=1", "lr=0.001", samples_per_s=200.0),
@@ -86,6 +87,7 @@ def test_nothing_to_draw_without_an_objective_or_a_swept_key():
     assert picture.figure([], *OBJECTIVE) is None
 
 
+@pytest.mark.extra("plot")
 def test_the_svg_names_the_keys_the_categories_and_the_best_and_no_secret(tmp_path):
     secret = "hunter2-planted-in-a-category"
     outbound.remember(secret)
@@ -98,6 +100,7 @@ def test_the_svg_names_the_keys_the_categories_and_the_best_and_no_secret(tmp_pa
     assert svg.count('<g id="best">') == 2 and secret not in svg
 
 
+@pytest.mark.extra("plot")
 def test_more_swept_keys_than_panels_draws_the_first_and_the_summary_says_so(tmp_path):
     keys = picture.MAX_PANELS + 3
     for num in range(2):
@@ -119,6 +122,7 @@ def _job_dir(root, num, overrides, **metrics):
          "job": {"num": num, "status": "completed", "metrics": metrics}}))
 
 
+@pytest.mark.extra("plot")
 def test_the_summary_draws_its_picture_once_where_promised_and_shows_it_under_the_table(tmp_path):
     for num in range(3):
         _job_dir(tmp_path, num, ["train.steps=2", f"env.threads.intra_op={num + 1}"], samples_per_s=float(num))
@@ -156,6 +160,7 @@ def test_matplotlib_failing_costs_the_picture_never_the_summary(tmp_path, monkey
 
 @pytest.mark.parametrize("objective, mode, best", [(None, None, 1.0), ("final_loss", None, 1.0),
                                                   ("final_loss", "max", 0.0)])
+@pytest.mark.extra("plot")
 def test_another_objective_draws_its_own_best(tmp_path, objective, mode, best):
     for num in range(2):
         _job_dir(tmp_path, num, [f"a={num}"], samples_per_s=float(num), final_loss=float(1 - num))
@@ -167,6 +172,7 @@ def test_another_objective_draws_its_own_best(tmp_path, objective, mode, best):
     assert panel.best is not None and panel.best[0] == best
 
 
+@pytest.mark.extra("plot")
 def test_many_long_categories_get_bounded_tick_labels_that_keep_their_ends_apart():
     names = [f"a_very_long_architecture_name_{i:03d}" for i in range(100)]
     drawn = picture.figure([Panel("model.net", tuple((n, float(i)) for i, n in enumerate(names)))], *OBJECTIVE)
@@ -175,3 +181,32 @@ def test_many_long_categories_get_bounded_tick_labels_that_keep_their_ends_apart
     assert len(labels) <= picture.MAX_TICK_LABELS and all(len(label) <= picture.MAX_LABEL for label in labels)
     assert labels[:2] == ["a_very_lon...e_name_000", "a_very_lon...e_name_004"]  # every 4th, start and end kept
     assert len(axes.collections[0].get_offsets()) == 100  # every job is still a point
+
+
+def _overlapping_labels(axes) -> list:
+    """Pairs of x tick labels whose drawn boxes overlap, as the figure renders them."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(axes.figure).get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in axes.get_xticklabels()
+             if t.get_text() and t.get_visible() and axes.get_xlim()[0] <= t.get_position()[0] <= axes.get_xlim()[1]]
+    return [(a, b) for (a, box_a), (b, box_b) in zip(boxes, boxes[1:]) if box_a.overlaps(box_b)]
+
+
+@pytest.mark.extra("plot")
+def test_close_swept_values_get_tick_labels_that_do_not_overlap():
+    # an Optuna search's learning rates: 0.0533777 and 0.0561635 sat one over the other (issue 37)
+    lrs = (0.0533777, 0.0561635, 0.0123, 0.0912, 0.0301)
+    rows = ranked(*(job(i, f"lr={lr}", samples_per_s=100.0 + i) for i, lr in enumerate(lrs)))
+    shown = picture.figure(list(panels_of(rows).values()), *OBJECTIVE)
+    (axes,) = shown.axes
+    assert _overlapping_labels(axes) == [], [t.get_text() for t in axes.get_xticklabels()]
+    assert all(len(t.get_text()) <= 6 for t in axes.get_xticklabels()), [t.get_text() for t in axes.get_xticklabels()]
+
+
+@pytest.mark.extra("plot")
+def test_thread_counts_keep_a_tick_at_each_value():
+    rows = ranked(*(job(i, f"intra_op={n}", samples_per_s=100.0 + i) for i, n in enumerate((1, 2, 4, 8))))
+    shown = picture.figure(list(panels_of(rows).values()), *OBJECTIVE)
+    (axes,) = shown.axes
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["1", "2", "4", "8"]

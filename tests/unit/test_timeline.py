@@ -8,6 +8,8 @@ import re
 import sys
 import warnings
 
+import pytest
+
 from bootstrap.distributed import dumps, hang
 from bootstrap.distributed.dumps import Dump, Entry
 from bootstrap.pictures import canvas, timeline
@@ -30,6 +32,7 @@ def drawn(lanes: hang.Timeline, findings=()):
     return figure, axes, {patch.get_gid(): patch for patch in axes.patches if patch.get_gid()}
 
 
+@pytest.mark.extra("plot")
 def test_each_lane_is_the_ranks_in_one_state_and_the_bars_are_its_collectives():
     diagnosis = hang.diagnose(typed(four_ranks_two_stuck()), timeline=True)
     lanes = diagnosis.timeline
@@ -61,6 +64,7 @@ def test_ranks_that_disagree_on_an_operation_wait_in_it_each_with_its_own():
         ("rank 0", 1, 2, "all_reduce"), ("rank 1", 1, 2, "broadcast")]
 
 
+@pytest.mark.extra("plot")
 def test_a_healthy_world_is_one_lane_and_no_diagnosis_asks_for_lanes_it_did_not_want():
     raw = {rank: dump_of(rank, [entry(1), entry(2)]) for rank in (0, 1)}
     assert hang.diagnose(typed(raw)).timeline is None  # the job's failure path folds no lanes
@@ -80,6 +84,7 @@ def _world(world: int, last_of) -> list:
                  {"0": members}) for rank in range(world)]
 
 
+@pytest.mark.extra("plot")
 def test_ten_thousand_ranks_make_as_many_lanes_as_states_and_never_more_than_40():
     found = _world(10_000, lambda rank: 2 if rank in (7, 4242) else 3)
     lanes = hang.diagnose(found, timeline=True).timeline
@@ -98,6 +103,7 @@ def test_ten_thousand_ranks_make_as_many_lanes_as_states_and_never_more_than_40(
     assert figure.get_size_inches()[1] < 20  # a picture bounded like its lanes, whatever the world
 
 
+@pytest.mark.extra("plot")
 def test_an_svg_keeps_every_label_and_each_bar_s_id(tmp_path):
     lanes = hang.diagnose(typed(four_ranks_two_stuck()), timeline=True).timeline
     figure, _, _ = drawn(lanes)
@@ -116,6 +122,7 @@ def _run_dir(tmp_path):
     return run_dir
 
 
+@pytest.mark.extra("plot")
 def test_plot_draws_beside_the_dumps_and_says_where_in_one_line(tmp_path):
     run_dir = _run_dir(tmp_path)
     code, out, err = hang_main(run_dir, "--plot")
@@ -148,6 +155,7 @@ def test_without_a_dump_there_is_nothing_to_draw_and_one_line_says_why(tmp_path)
     assert not (tmp_path / "hang_timeline.png").exists()
 
 
+@pytest.mark.extra("plot")
 def test_dumps_without_a_collective_of_a_group_make_a_picture_that_says_so(tmp_path):
     raw = {rank: dump_of(rank, [{**entry(1), "is_p2p": True}]) for rank in (0, 1)}  # a send and a recv
     lanes = hang.diagnose(typed(raw), timeline=True).timeline

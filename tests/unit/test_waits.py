@@ -25,6 +25,8 @@ from conftest import ROOT
 
 # (module, call) -> what bounds it. Anything else found below fails the test.
 WAITS = {
+    ("bootstrap/preflight/fabric_profile.py", "process.communicate"): "min(60, env.distributed.timeout_s), then its "
+                                                                        "process group is killed",
     ("bootstrap/adapter/callback.py", "agree_on_run_dir"): "env.distributed.timeout_s (jobconfig.timeout_s)",
     ("bootstrap/adapter/sweep_end.py", "self._ended.wait"): "POLL_S, in a daemon thread that ends with the sweep",
     ("bootstrap/core/agreement.py", "group.run_interruptibly"): "the work's own deadline; Ctrl-C within POLL_S",
@@ -32,6 +34,9 @@ WAITS = {
     ("bootstrap/core/agreement.py", "agree_store.exchange"): "the comparison's Deadline(timeout_s)",
     ("bootstrap/distributed/agree_store.py", "deadline.bound(store).get"): "what is left of the Deadline",
     ("bootstrap/distributed/agree_store.py", "store.multi_get"): "keys every rank set before 'done': no wait",
+    ("bootstrap/doors/outbound.py", "time.sleep"): "locked's own deadline: env.distributed.timeout_s (core/nodes.py)",
+    ("bootstrap/distributed/requeue.py", "subprocess.run"): "timeout=env.distributed.timeout_s, each scontrol line",
+    ("bootstrap/distributed/requeue.py", "shlex.join"): "no wait: a command line quoted for the log",
     ("bootstrap/distributed/flightrec.py", "time.sleep"): "wait_for_dumps' min(PEERS_S, timeout_s) deadline",
     ("bootstrap/distributed/flightrec.py", "wait_for_dumps"): "min(PEERS_S, env.distributed.timeout_s)",
     ("bootstrap/distributed/flightrec.py", "self._thread.join"): "5 s, once the watcher was told to stop",
@@ -45,13 +50,18 @@ WAITS = {
     ("bootstrap/distributed/group.py", "worker.finished.wait"): "POLL_S, looping while the work's own deadline runs",
     ("bootstrap/distributed/group.py", "init_device_mesh"): "the group's timeout (its sub-groups inherit it)",
     ("bootstrap/distributed/group.py", "dist.destroy_process_group"): "local: waits on no peer",
+    # the dry run's DeviceMesh: torch's fake backend over a FakeStore, in this process, with no peer to wait for
+    ("bootstrap/distributed/fakemesh.py", "dist.init_process_group"): "the fake backend: no peer, no store wait",
+    ("bootstrap/distributed/fakemesh.py", "init_device_mesh"): "the fake backend: its collectives return at once",
+    ("bootstrap/distributed/fakemesh.py", "dist.destroy_process_group"): "local: waits on no peer",
     ("bootstrap/distributed/group.py", "store.compare_set"): "the group's store timeout, env.distributed.timeout_s",
     ("bootstrap/integrations/__init__.py", "done.wait"): "env.distributed.timeout_s: a tracker's end, in a thread",
     ("bootstrap/provenance/collect.py", "self._thread.join"):
         "the end of env.provenance.seconds (at most env.distributed.timeout_s) at job end; no wait before",
     ("bootstrap/provenance/git.py", "process.wait"): "a watchdog kills git at env.provenance.seconds' deadline",
     ("bootstrap/preflight/measure.py", "time.sleep"): "POLL_S, looping until the preflight's Deadline(seconds)",
-    ("bootstrap/preflight/measure.py", "work.wait"): "only once work.is_completed(): no wait",
+    ("bootstrap/preflight/measure.py", "work.wait"): "only once work.is_completed(): no wait; a send or receive "
+                                                     "(gloo's never says it is completed): what is left of the Deadline",
     ("bootstrap/preflight/measure.py", "dist.new_group"): "timeout=what is left of the preflight's Deadline",
     ("bootstrap/preflight/check.py", "measure.new_group"): "what is left of the preflight's Deadline",
     ("bootstrap/preflight/check.py", "dist.destroy_process_group"):
@@ -59,7 +69,7 @@ WAITS = {
 }
 _BLOCKING = {"wait", "join", "sleep", "TCPStore", "init_process_group", "init_device_mesh", "multi_get",
              "compare_set", "barrier", "new_group", "run_interruptibly", "destroy_process_group", "wait_for_dumps",
-             "exchange", "agree_on_run_dir", "rendezvous_store", "get", "select"}
+             "exchange", "agree_on_run_dir", "rendezvous_store", "get", "select", "run", "communicate"}
 
 
 def _waits():
@@ -71,7 +81,7 @@ def _waits():
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
             receiver = ast.unparse(func.value) if isinstance(func, ast.Attribute) else ""
             if name not in _BLOCKING or (name == "get" and "store" not in receiver.lower()) \
-                    or (name == "select" and receiver != "select") \
+                    or (name == "select" and receiver != "select") or (name == "run" and receiver != "subprocess") \
                     or (name == "join" and (isinstance(func.value, ast.Constant) or receiver.startswith("os.path"))):
                 continue
             yield str(path.relative_to(ROOT)), ast.unparse(func)

@@ -38,6 +38,8 @@ DRIFT_2 = "d1ba3077f7b7366aef720918fa54d9793a715609"  # Drift: the agreement's f
 FIRST_3 = "5bf1fb439a3151b1f81a7120514cd064f6ca4991"  # Preflight: the preflight section
 LAST_3 = "ea90ff78e8e379ba3a4bde4c88f6534f18c35440"  # Session.flat(): the last before provenance
 FIRST_4 = "c247898d5f1cabb2190a803a83f4274250458391"  # Provenance: the provenance section
+FIRST_5 = "1565ba17aa53a1219fca1c646215039abb6755d2"  # Preflight: the links between nodes
+BAD_NODES_5 = "f5c18f234d47b2b2d1f6d503db15fd5ed4e03ea0"  # Bad nodes: preflight.bad_nodes
 
 # (directory here, commit, how: run | sweep | torchrun, train_stub's overrides)
 CASES = [
@@ -58,6 +60,8 @@ CASES = [
     ("schema3-preflight-torchrun", FIRST_3, "torchrun", []),  # two ranks compared
     ("schema3-last", LAST_3, "run", []),  # the typed hang, the statuses as enumerations
     ("schema4-provenance", FIRST_4, "run", []),  # git, packages, host: collected after the start
+    ("schema5-preflight-torchrun", FIRST_5, "torchrun", []),  # the header, then the links (none on one node)
+    ("schema5-bad-nodes", BAD_NODES_5, "run", ["env.preflight.min_tflops=1000"]),  # a floor names this host
 ]
 
 # Runs train_stub.py of the checkout in WT, with the checkout's package first and this clone's off the path.

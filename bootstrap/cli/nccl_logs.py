@@ -1,0 +1,70 @@
+"""``bootstrap doctor --nccl-log FILE...``: NCCL's logs that already exist, judged against a preset and its fabric.
+
+Yesterday's slow job, a colleague's paste: every file is read through the same bounded reader as a job's own log
+(whole lines, within 4 MiB; a file a person names may be anyone's), with whatever a launcher or a log collector put
+before each line. The fabric's rules (:mod:`bootstrap.preflight.fabric_rules`) judge every process the logs hold,
+and each finding is one line. The exit status is the logs' verdict alone: 1 when a finding would have stopped the
+job (``preflight.mode=error``), else 0; 2 when a file cannot be read. This machine is shown, not judged.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from bootstrap.core.schema import EnvConfig, FabricName
+from bootstrap.doors import inbound, outbound
+from bootstrap.preflight import fabric_rules, nccl_log
+
+FABRIC_OF_KIND = {"socket": "socket", "ib": "ib", "roce": "roce", "efa": "aws_efa", "fastrak": "gcp_tcpxo",
+                  "tcpx": "gcp_tcpx"}  # preflight.network, without a fabric: that kind's fabric rules judge
+MAX_FILES = 4096
+
+
+def fabric_of(preset: EnvConfig) -> Optional[str]:
+    """The fabric whose rules judge: the preset's, else the one ``preflight.network`` names; None: neither."""
+    if preset.fabric.name is not FabricName.none:
+        return preset.fabric.name.value
+    network = preset.preflight.network.value if preset.preflight.network else None
+    return FABRIC_OF_KIND.get(network or "")
+
+
+def judge(preset: EnvConfig, paths: Sequence[Path]) -> Tuple[List[str], List[str], bool]:
+    """(the lines to print, the files that could not be read and why, whether a finding would stop the job)."""
+    processes: List[nccl_log.Process] = []
+    unread: List[str] = []
+    for path in paths[:MAX_FILES]:
+        try:
+            processes += nccl_log.processes(nccl_log.read_named(path))
+        except inbound.Unreadable as error:
+            unread.append(f"{outbound.shown(str(path))}: not read: {error}")
+    fabric = fabric_of(preset)
+    hosts = sorted({p.host for p in processes if p.host})
+    chosen: Dict[str, int] = {}
+    for process in processes:
+        if process.networks:
+            text = process.network.text or ""
+            chosen[text] = chosen.get(text, 0) + 1
+    lines = [f"NCCL's logs: {len(paths)} file{'s' if len(paths) != 1 else ''}, {len(processes)} process"
+             f"{'es' if len(processes) != 1 else ''} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
+             + (f" ({', '.join(outbound.shown(h, limit=40) for h in hosts[:4])}{' ...' if len(hosts) > 4 else ''})"
+                if hosts else "")]
+    lines.append("  networks chosen: " + (", ".join(f"{outbound.shown(name, limit=60)} ({count})"
+                                                     for name, count in chosen.items()) or "none named"))
+    if fabric is None:
+        lines.append("  nothing judged: the preset names no fabric and expects no network (add env/fabric=NAME, e.g. "
+                     "env/fabric=aws_efa)")
+        return lines, unread, False
+    expected = fabric_rules.FABRICS[fabric][1]
+    lines.append(f"  judged as env/fabric={fabric}: NCCL must choose {expected}")
+    if not chosen:
+        lines.append("  the logs name no network: were they written with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS "
+                     "holding INIT or NET?")
+    variables = {name: value for process in processes for name, value in process.environment.items()}
+    variables.update({name: str(value) for name, value in preset.vars.items() if value is not None})
+    findings = fabric_rules.judge(fabric, processes, variables, None, preset.fabric.gdr)
+    stops = preset.preflight.mode.value == "error" and any(finding.stops for finding in findings)
+    lines += [f"  fabric: {outbound.finding(finding.message)}" for finding in findings]
+    if not findings:
+        lines.append(f"  no finding: every process that named its network chose {expected}")
+    return lines, unread, stops
