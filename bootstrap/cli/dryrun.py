@@ -168,17 +168,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         with compose.app_config(config_dir, args.config_name, args.overrides, args.module) as cfg:
             session_args = jobconfig.session_args(cfg)  # composed once, as the job would
             outcome = dryrun.plan_world(session_args, asked, dict(os.environ), versions.detect(), build)
-    except (ConfigError, compose.ComposeError) as error:
-        return _say_error(str(error), args.overrides)
-    except BootstrapError as error:
+    except (BootstrapError, compose.ComposeError) as error:  # ConfigError is a BootstrapError
         return _say_error(str(error), args.overrides)
     except Exception as error:  # noqa: BLE001 - any input gets a message and an exit status, never a traceback
         first = str(error).splitlines()[0] if str(error) else ""
         return _say_error(f"{type(error).__name__}: {first}", args.overrides)
     preset = session_args.get("name") or "custom"
     written = args.out / "dryrun.json"
-    outbound.make_directory(args.out)
-    outbound.write_json(written, document(outcome, asked, preset, list(args.overrides)))
+    try:
+        outbound.make_directory(args.out)
+        outbound.write_json(written, document(outcome, asked, preset, list(args.overrides)))
+    except OSError as error:
+        return _say_error(f"--out {args.out}: {error.strerror or type(error).__name__}: choose a folder this user "
+                          "can write", args.overrides)
     outbound.say(table(outcome, preset, written))
     return 1 if outcome.findings else 0
 

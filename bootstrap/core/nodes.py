@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, List, Mapping, Optional
 
 from bootstrap.core import report
 from bootstrap.distributed import badnodes, requeue
+from bootstrap.distributed.hostlist import compress
 from bootstrap.distributed.launchvars import slurm_attempt
 from bootstrap.doors import inbound, outbound, records
-from bootstrap.doors.errors import BadNodeError, BootstrapError, PreflightError, RequeuedError
+from bootstrap.doors.errors import BadNodeError, BootstrapError, ConfigError, PreflightError, RequeuedError
 
 if TYPE_CHECKING:
     from bootstrap.core.plan import Plan
@@ -135,8 +136,17 @@ def _requeue(preset: EnvConfig, checked: records.Preflight, named: str, bad: Lis
         checked.on_bad = "stopped (on_bad=requeue needs a SLURM batch job)"
         return PreflightError(f"{named}\n{key}.nodes.on_bad=requeue: not a SLURM job (no SLURM_JOB_ID): stopped")
     shown = requeue.show_job(job_id, seconds)
-    decision = requeue.decide(job_id, bad, requeue.excluded_now(shown or ""), checked.restart_count or 0,
-                              wanted.max_requeues, reason, key)
+    if shown is None:  # `scontrol update ExcNodeList=` replaces the list: without the job's own, nothing is run
+        checked.on_bad = "stopped (the job's ExcNodeList could not be read)"
+        return PreflightError(f"{named}\n{key}.nodes.on_bad=requeue: `scontrol show job -o {job_id}` gave no answer "
+                              f"within {seconds:g} s, so the job's own exclusions are unknown: stopped, not requeued; "
+                              f"resubmit with --exclude={compress(bad)}")
+    try:
+        decision = requeue.decide(job_id, bad, requeue.excluded_now(shown), checked.restart_count or 0,
+                                  wanted.max_requeues, reason, key)
+    except ConfigError as error:  # the job's ExcNodeList is beyond what the nodelist reader takes
+        checked.on_bad = "stopped (the job's ExcNodeList could not be read)"
+        return PreflightError(f"{named}\n{key}.nodes.on_bad=requeue: {error}: stopped, not requeued")
     for drain in decision.drain:
         if not wanted.drain:
             outbound.say(f"bootstrap: an administrator can drain the node: {requeue.line(drain)}", err=True)

@@ -109,8 +109,8 @@ def requeue(decision: Decision, seconds: float) -> Optional[str]:
             return f"{released}: the job is held; release it with `{line(release)}`"
         return failed
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, before)
+        if main:  # None: a handler not installed from Python; the default is the nearest Python can put back
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)
 
 
 def show_job(job_id: str, seconds: float) -> Optional[str]:

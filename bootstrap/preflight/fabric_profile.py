@@ -86,7 +86,9 @@ def _run(command: List[str], env: Mapping[str, str], fd: int, timeout_s: float, 
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()  # the group is gone: its pipe closes
+        # the pipe is not read again: a child that left for a session of its own may still hold it open
+        process.stdout.close()  # type: ignore[union-attr]
+        process.wait()  # bash, killed: reaped at once
         raise ConfigError(f"env.fabric.profile: {path} did not finish within {timeout_s:g} s: fix the script, "
                           "or choose another env/fabric.") from None
 

@@ -93,3 +93,20 @@ def test_two_jobs_appending_at_once_lose_nothing(tmp_path):
     nodes = [json.loads(line)["node"] for line in shared.read_text().splitlines()]
     assert sorted(nodes) == sorted(f"{name}n{i}" for name in "ab" for i in range(each))
     assert [n for n in nodes if n.startswith("a")] == [f"an{i}" for i in range(each)]  # each writer's order kept
+
+
+def test_a_job_whose_exclusions_cannot_be_read_is_stopped_not_requeued(tmp_path, monkeypatch):
+    # `scontrol update ExcNodeList=` replaces the job's list: without it, a requeue would drop the user's own
+    # --exclude. No scontrol on PATH is the real failure show_job meets when SLURM's tools are missing.
+    from bootstrap.core import nodes, schema
+    from bootstrap.doors import records
+    from bootstrap.doors.errors import PreflightError, RequeuedError
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    preset = schema.load({"nodes": {"on_bad": "requeue"}, "distributed": {"timeout_s": 5},
+                          "provenance": {"seconds": 5}})
+    checked = records.Preflight(status="slow")
+    error = nodes._requeue(preset, checked, "preflight: node node3 is slow", ["node3"], "slow", "env", [], "12")
+    assert isinstance(error, PreflightError) and not isinstance(error, RequeuedError)
+    assert "`scontrol show job -o 12` gave no answer" in str(error) and "--exclude=node3" in str(error)
+    assert checked.on_bad == "stopped (the job's ExcNodeList could not be read)"

@@ -109,6 +109,16 @@ def test_bad_flags_and_hostile_nodelists_get_one_line_and_exit_2(tmp_path, capsy
     assert "Traceback" not in err and not (tmp_path / "dryrun.json").exists()
 
 
+def test_an_out_folder_that_cannot_be_written_gets_one_line_and_exit_2(tmp_path, capsys):
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    code = cli.main(["--out", str(taken / "dryrun"), "--no-mesh", "--world", "2", "--nodes", "1",
+                     "--cpus-per-node", "2"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"--out {taken / 'dryrun'}: " in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize("name", rankvars.LAUNCHERS)
 def test_each_launchers_variables_are_detected_as_its_own_row(name):
     if name == "kubeflow":  # python started directly in each pod: one process a pod (else: tests below)

@@ -27,6 +27,8 @@ from conftest import ROOT
 WAITS = {
     ("bootstrap/preflight/fabric_profile.py", "process.communicate"): "min(60, env.distributed.timeout_s), then its "
                                                                         "process group is killed",
+    ("bootstrap/preflight/fabric_profile.py", "process.wait"): "bash, after SIGKILL to its process group (reaped at "
+                                                                 "once); its pipe is closed, not read again",
     ("bootstrap/adapter/callback.py", "agree_on_run_dir"): "env.distributed.timeout_s (jobconfig.timeout_s)",
     ("bootstrap/adapter/sweep_end.py", "self._ended.wait"): "POLL_S, in a daemon thread that ends with the sweep",
     ("bootstrap/core/agreement.py", "group.run_interruptibly"): "the work's own deadline; Ctrl-C within POLL_S",
