@@ -7,7 +7,7 @@ Each size runs the real command in a fresh process (imports, the compose, every 
 the cross-rank checks, torch's fake-backend DeviceMesh for the sample, dryrun.json), for an H100 job under SLURM
 with 8 ranks a node and a dp x tp mesh. The process's wall time and CPU time (user + system: what a busy machine
 does not inflate as much), the planning's own time (every rank's start-up and
-the checks: ``bootstrap.core.dryrun.plan_world``) and peak RSS are reported; linearity is the planning's time per
+the checks: ``bootstrap.dryrun.world.plan_world``) and peak RSS are reported; linearity is the planning's time per
 rank at 16,384 ranks over its time per rank at 1,024 (1.0: linear).
 """
 
@@ -26,7 +26,7 @@ QUICK_SIZES = (64, 128, 256)
 CHILD = """
 import resource, sys, time
 from bootstrap.cli import dryrun
-from bootstrap.core import dryrun as core
+from bootstrap.dryrun import world as core
 spent, plan_world = [], core.plan_world
 def timed(*args, **kwargs):
     started = time.perf_counter()

@@ -241,7 +241,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _nccl_logs(args: Any, report: Optional[records.Report], refusals: list) -> int:
     from bootstrap.cli import nccl_logs
-    from bootstrap.preflight import fabric_suggest
+    from bootstrap.fabric import suggest as fabric_suggest
 
     config_dir = None if args.config_path is None else Path(args.config_path)
     try:

@@ -2,7 +2,7 @@
 
 Composes the app's config once, as the doctor does (``--config-path``, ``--config-name``, ``--module``), makes
 each rank's launcher variables, runs the job's own launch detection and plan for each
-(:mod:`bootstrap.core.dryrun`), checks the ranks against each other, builds torch's DeviceMesh with its fake
+(:mod:`bootstrap.dryrun.world`), checks the ranks against each other, builds torch's DeviceMesh with its fake
 backend for a sample of ranks, prints a short table and writes ``dryrun.json`` into ``--out``.
 
 Exit status: 0, nothing found; 1, findings (each one line: the ranks, what, the fix); 2, bad input (a flag, a
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, NoReturn, Optional
 
-from bootstrap.core.dryrun import MAX_ENTRIES, Asked, Outcome
+from bootstrap.dryrun.world import MAX_ENTRIES, Asked, Outcome
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import BootstrapError, ConfigError
 from bootstrap.doors.masking import masked_text
@@ -155,7 +155,8 @@ def table(outcome: Outcome, preset: str, written: Path) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     outbound.remember_overrides(args.overrides)
-    from bootstrap.core import compose, dryrun, jobconfig, versions
+    from bootstrap.core import compose, jobconfig, versions
+    from bootstrap.dryrun import world as dryrun
 
     try:
         asked = asked_from(args)

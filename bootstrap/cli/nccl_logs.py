@@ -2,7 +2,7 @@
 
 Yesterday's slow job, a colleague's paste: every file is read through the same bounded reader as a job's own log
 (whole lines, within 4 MiB; a file a person names may be anyone's), with whatever a launcher or a log collector put
-before each line. The fabric's rules (:mod:`bootstrap.preflight.fabric_rules`) judge every process the logs hold,
+before each line. The fabric's rules (:mod:`bootstrap.fabric.rules`) judge every process the logs hold,
 and each finding is one line. The exit status is the logs' verdict alone: 1 when a finding would have stopped the
 job (``preflight.mode=error``), else 0; 2 when a file cannot be read. This machine is shown, not judged.
 """
@@ -14,7 +14,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from bootstrap.core.schema import EnvConfig, FabricName
 from bootstrap.doors import inbound, outbound
-from bootstrap.preflight import fabric_rules, nccl_log
+from bootstrap.fabric import nccl_log
+from bootstrap.fabric import rules as fabric_rules
 
 FABRIC_OF_KIND = {"socket": "socket", "ib": "ib", "roce": "roce", "efa": "aws_efa", "fastrak": "gcp_tcpxo",
                   "tcpx": "gcp_tcpx"}  # preflight.network, without a fabric: that kind's fabric rules judge

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import socket
 from typing import TYPE_CHECKING, Any, Collection, Dict, Mapping, Optional, Tuple
 
 from bootstrap.core.comparison import Facts, Status, digest, fingerprint, outcome, salted
@@ -23,7 +22,10 @@ if TYPE_CHECKING:
 
 
 def host() -> str:
-    return socket.gethostname()
+    """This rank's node, as the scheduler names it (:func:`bootstrap.distributed.nodename.node`)."""
+    from bootstrap.distributed import nodename
+
+    return nodename.node()
 
 
 def compare_with_report(reference: records.Report, own: Dict[str, str], rank: int, world_size: int,

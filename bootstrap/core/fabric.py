@@ -36,7 +36,8 @@ def prepare(preset: EnvConfig, environ: Mapping[str, str], warnings: List[str]) 
     if preset.fabric.name is FabricName.none:
         return {}
     from bootstrap.core import report
-    from bootstrap.preflight import fabric_profile, fabric_rules
+    from bootstrap.fabric import profile as fabric_profile
+    from bootstrap.fabric import rules as fabric_rules
 
     variables = {**{name: _text(value) for name, value in preset.vars.items() if value is not None}, **environ}
     for line, _ in fabric_rules.stale(preset.fabric.name.value, variables):

@@ -259,7 +259,7 @@ def _nccl_log_vars(preset: EnvConfig, environ_now: Mapping[str, Optional[str]],
             or preset.distributed.backend is not Backend.nccl or preset.device is not Device.cuda \
             or "NCCL_DEBUG" in environ_now or "NCCL_DEBUG_FILE" in environ_now:
         return {}
-    from bootstrap.preflight.nccl_log import LOG_PATTERN
+    from bootstrap.fabric.nccl_log import LOG_PATTERN
 
     return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET",
             "NCCL_DEBUG_FILE": str(Path(output_dir) / LOG_PATTERN)}

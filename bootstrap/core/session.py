@@ -12,16 +12,17 @@ process, so one thread applies sessions at a time.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import platform
-import signal
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Collection, List, Mapping, Optional, Sequence, Tuple, cast
+from typing import (TYPE_CHECKING, Any, Callable, Collection, Iterable, Iterator, List, Mapping, Optional, Sequence,
+                    Tuple, TypeVar, cast)
 
-from bootstrap.core import (active, agreement, fabric, nodes, preflight, presets, report, runtime, schema, startup,
-                            verdict, versions)
+from bootstrap.core import (active, agreement, ending, fabric, nodes, preflight, presets, report, runtime, schema,
+                            startup, verdict, versions)
 from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan
 from bootstrap.core.process_vars import set_by_process
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from bootstrap.core.auto import Choice
 
 log = logging.getLogger(__name__)
+Batch = TypeVar("Batch")
 
 
 class Session:
@@ -82,6 +84,7 @@ class Session:
         self._changes: Optional[ProcessChanges] = None  # while applied: what it changed, its group and recorder
         self._masking_logs = False  # holds outbound.MaskedLogs while applied
         self.preflight_always = False  # measure even a lone process with no floor (bootstrap doctor --preflight)
+        self._on_step: List[Callable[[], None]] = []  # what each finished training step tells (step())
 
     data_seed = property(lambda self: self.plan.data_seed if self.plan else self.preset.seed)  # for the task's data
     rank = property(lambda self: self.launch.rank if self.launch else 0)
@@ -110,6 +113,27 @@ class Session:
     def preflight_now(self) -> Optional[records.Preflight]:
         """The check, once a framework has made the process group after the start (:func:`preflight.now`)."""
         return preflight.now(self)
+
+    # -- in the task ---------------------------------------------------------------------------
+    def step(self) -> None:
+        """Mark one finished training step: what watches the steps (the start-up's timeline, which the first step
+        ends; the watch, docs/watch.md) is told. A framework's hooks call it where there are hooks
+        (:class:`bootstrap.integrations.lightning.BootstrapLogging`); a plain loop calls it after each optimizer
+        step, or iterates through :meth:`watch`."""
+        for on_step in self._on_step:
+            on_step()
+
+    def watch(self, batches: Iterable[Batch]) -> Iterator[Batch]:
+        """``for batch in session.watch(loader):`` yields every batch of ``batches`` and marks a step
+        (:meth:`step`) each time the loop comes back for the next one, and when it has done the last."""
+        started = False
+        for batch in batches:
+            if started:
+                self.step()
+            started = True
+            yield batch
+        if started:
+            self.step()
 
     def __enter__(self) -> "Session":
         return self.apply()
@@ -260,7 +284,8 @@ class Session:
 
                 self._changes.recorder = flightrec.JobRecorder(Path(plan.dump_dir), self.rank, self.world_size,
                                                                started_ns, self.preset.distributed.timeout_s)
-                self._changes.watcher = flightrec.Watcher(self._changes.recorder, self._end_stuck)
+                self._changes.watcher = flightrec.Watcher(self._changes.recorder,
+                                                             functools.partial(ending.end_stuck, self))
                 self._changes.watcher.start()
             checked = preflight.run(self.preset, plan, device, self._group, self.key, self.preflight_always)
             stopped = nodes.after_preflight(self.preset, plan, checked, preflight.refusal(checked, self.key), self.key,
@@ -340,8 +365,8 @@ class Session:
                 session.close(JobStatus.FAILED, error="closed because an outer session was closed first")
             job_end = JobEnd(JobStatus(status), metrics, error)
             try:  # a record must never keep the process from being restored
-                self._task_effects(job_end)
-                self._failure(job_end)
+                ending.task_effects(self, job_end)
+                ending.failure(self, job_end)
             except Exception as record_error:  # noqa: BLE001 - the store may be gone with a peer: still restore
                 log.warning("could not record the task's effects or the failing rank: %s", record_error)
             finally:  # also when Ctrl-C comes while the dumps are gathered
@@ -355,59 +380,6 @@ class Session:
     def _provenance_so_far(self, wait: bool = False) -> Tuple[records.Provenance, Optional[float]]:
         """The job's provenance: collected (``wait``: up to env.provenance.seconds for it), still collecting, or off."""
         return provenance.so_far(self._provenance, self.preset.provenance.enabled, wait)
-
-    def _failure(self, job_end: JobEnd) -> None:
-        """On a failure under a group: the dumps, and which rank failed first (the error becomes the failing
-        rank's, when a peer failed first)."""
-        status, error = job_end.status, job_end.error
-        first = None
-        if status is JobStatus.FAILED and error is not None and self._group is not None \
-                and self._group.state is GroupState.CREATED and self.world_size > 1:
-            from bootstrap.distributed import group
-
-            first = group.claim_first_failure(self.rank, report.error_line(error))  # at once: peers read it
-        job_end.hang = self._forensics(status, error)
-        if first is not None:
-            job_end.error = group.attribute_failure(self.rank, report.error_line(error), first,
-                                                    job_end.hang.finding if job_end.hang else None)
-
-    def _forensics(self, status: JobStatus, error: Any) -> Optional[records.Hang]:
-        """A job that did not complete under a process group: every rank's flight-recorder dump, and
-        what they show (the report's ``distributed.hang``)."""
-        recorder = self._changes.recorder if self._changes is not None else None
-        if status in (JobStatus.COMPLETED, JobStatus.CHECK_FAILED) or recorder is None or self.report is None:
-            return None
-        reason = f"job {status.value}" + (f": {type(error).__name__}" if isinstance(error, BaseException) else "")
-        return recorder.collect(reason)
-
-    def _end_stuck(self, signum: int) -> None:
-        """In the watcher thread: SIGTERM came while the main thread is blocked in a collective, and its
-        handler never ran. Record the job as interrupted, with what the dumps show, and exit."""
-        try:
-            hang = self._forensics(JobStatus.INTERRUPTED, None)
-            message = f"rank {self.rank} stopped by {signal.Signals(signum).name} while blocked in a collective" + \
-                (f": {hang.finding}" if hang and hang.finding else "")
-            from bootstrap.distributed import group
-
-            group.write_elastic_error_file(message, int(time.time()))
-            if self.report is not None:
-                self._end(JobEnd(JobStatus.INTERRUPTED, error=message, hang=hang))
-        finally:
-            os._exit(128 + signum)
-
-    def _task_effects(self, job_end: JobEnd) -> None:
-        """What the task changed: the group in use now (a framework's too), its own thread count, a re-seed."""
-        if self.report is None:
-            return
-        from bootstrap.distributed import group
-
-        readers.current_state()  # remembers a live group: some variables are read at the first one only
-        made_here = self._group is not None and self._group.state is GroupState.CREATED
-        seed_now = seeding.torch_seed()
-        job_end.group_at_end = group.group_in_use(made_here)
-        preflight.never_ran(self, job_end.group_at_end)  # a check asked for that a framework's group came too late for
-        job_end.intra_op_now = runtime.intra_op_now()
-        job_end.task_seed = seed_now if self._torch_seed is not None and seed_now != self._torch_seed else None
 
     def _undo(self):
         """Put the process back (see ProcessChanges.undo); returns what became of the group."""

@@ -23,7 +23,8 @@ from bootstrap.doors import outbound, records
 from bootstrap.doors.errors import PRESET_KEY
 from bootstrap.doors.statuses import ComputeVerdict
 from bootstrap.preflight import figures as rank_figures
-from bootstrap.preflight import bounds, fabric_check, measure, nccl_log
+from bootstrap.fabric import nccl_log
+from bootstrap.preflight import bounds, fabric_check, measure
 from bootstrap.preflight import links as node_links
 from bootstrap.preflight.figures import Compute, RankFigures
 from bootstrap.preflight.request import Request, planned, skipped_because

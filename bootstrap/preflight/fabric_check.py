@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, List, Mapping, Optional, Sequence, Tuple
 
 from bootstrap.doors import inbound, outbound
-from bootstrap.preflight import fabric_rules, nccl_log
+from bootstrap.fabric import nccl_log
+from bootstrap.fabric import rules as fabric_rules
 from bootstrap.preflight.verdict import Finding
 
 if TYPE_CHECKING:

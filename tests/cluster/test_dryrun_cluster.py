@@ -12,7 +12,7 @@ import pytest
 from cluster import jobs
 from conftest import ROOT, STUB, clean_env
 
-from bootstrap.core.dryrun import compare
+from bootstrap.dryrun.world import compare
 
 SMALL = ("train.steps=4", "train.hidden=64", "train.batch_size=32")
 CPUS = len(os.sched_getaffinity(0))  # each node's ranks run on this machine's CPUs

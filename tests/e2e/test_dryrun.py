@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, STUB, clean_env, free_port, run_together
 
-from bootstrap.core.dryrun import compare
+from bootstrap.dryrun.world import compare
 
 BIN = Path(sys.executable).parent
 TIMEOUT = 240

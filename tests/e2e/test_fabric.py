@@ -30,7 +30,7 @@ def _root_owned_profile(folder: Path, body: str) -> Path:
 
 
 def test_the_profile_s_exports_are_taken_and_nothing_else(tmp_path):
-    from bootstrap.preflight import fabric_profile
+    from bootstrap.fabric import profile as fabric_profile
 
     _root_owned_profile(tmp_path, ': "${NCCL_LIB_DIR:?Must set NCCL_LIB_DIR}"\nexport NCCL_FASTRAK_IFNAME=eth1,eth2\n'
                                   'export NCCL_NET_GDR_LEVEL=PIX\nexport OTHER=1\necho noise\necho err >&2\n')
@@ -40,7 +40,7 @@ def test_the_profile_s_exports_are_taken_and_nothing_else(tmp_path):
 
 def test_a_profile_that_does_not_finish_is_bounded(tmp_path):
     from bootstrap.doors.errors import ConfigError
-    from bootstrap.preflight import fabric_profile
+    from bootstrap.fabric import profile as fabric_profile
 
     _root_owned_profile(tmp_path, "sleep 30\n")
     with pytest.raises(ConfigError, match="did not finish"):

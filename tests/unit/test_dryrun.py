@@ -7,7 +7,7 @@ import pytest
 
 from bad_inputs import DRYRUN_BAD_FLAGS
 from bootstrap.cli import dryrun as cli
-from bootstrap.core.dryrun import MAX_ENTRIES, sample_ranks
+from bootstrap.dryrun.world import MAX_ENTRIES, sample_ranks
 from bootstrap.distributed import launcher, rankvars
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from bootstrap.cli import nccl_logs
 from bootstrap.core import schema
-from bootstrap.preflight import fabric_rules, nccl_log
+from bootstrap.fabric import nccl_log
+from bootstrap.fabric import rules as fabric_rules
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"
 

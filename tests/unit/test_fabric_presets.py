@@ -49,7 +49,7 @@ def _fabric_file(name: str) -> dict:
 
 @pytest.mark.parametrize("key", FORMS)
 def test_gcp_tcpxo_without_its_profile_stops_with_the_fix_in_each_form(doctor_here, app, key, monkeypatch):
-    from bootstrap.preflight import fabric_profile
+    from bootstrap.fabric import profile as fabric_profile
 
     monkeypatch.setattr(fabric_profile, "DIRECTORIES", (str(app / "nowhere"),))
     monkeypatch.delenv("NCCL_LIB_DIR", raising=False)

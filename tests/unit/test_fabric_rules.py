@@ -6,7 +6,11 @@ import stat
 import pytest
 
 from bootstrap.doors.errors import ConfigError
-from bootstrap.preflight import fabric_check, fabric_profile, fabric_rules, fabric_suggest, nccl_log
+from bootstrap.fabric import nccl_log
+from bootstrap.fabric import profile as fabric_profile
+from bootstrap.fabric import rules as fabric_rules
+from bootstrap.fabric import suggest as fabric_suggest
+from bootstrap.preflight import fabric_check
 
 
 @pytest.mark.parametrize("text, parts", [

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap.doors.inbound import Unreadable
-from bootstrap.preflight import nccl_log
+from bootstrap.fabric import nccl_log
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"
 EXPECTED = {  # excerpt -> (names NCCL said, kind, provider)

@@ -242,8 +242,8 @@ def _exclusion_file(sweep: Path) -> str:
 
 
 def _nccl_network(sweep: Path) -> str:
-    """NCCL's log, another program's text (bootstrap.preflight.nccl_log)."""
-    from bootstrap.preflight import nccl_log
+    """NCCL's log, another program's text (bootstrap.fabric.nccl_log)."""
+    from bootstrap.fabric import nccl_log
 
     log = sweep / nccl_log.log_name(12345, "h")
     log.write_bytes(f"NCCL INFO Using network IB\n{FORGED}\nNCCL INFO Using network Sock\x1bet\n".encode())
@@ -255,7 +255,8 @@ def _fabric_findings(sweep: Path) -> str:
     """NCCL's logs judged by the fabric rules: bootstrap doctor --nccl-log, and every rank's gathered findings."""
     from bootstrap.cli import nccl_logs
     from bootstrap.core import schema
-    from bootstrap.preflight import fabric_check, fabric_suggest
+    from bootstrap.fabric import suggest as fabric_suggest
+    from bootstrap.preflight import fabric_check
 
     log = sweep / "fabric.log"
     log.write_bytes((f"h\x1b[2J:1:2 [0] NCCL INFO Using network Socket\n{FORGED}\n"
@@ -354,11 +355,11 @@ READERS_OF_OTHERS_DATA = {
     "bootstrap/core/schema.py": "the presets this package ships: its own files",
     "bootstrap/preflight/figures.py": "every rank's preflight figures from the gather: 'the ranks' preflight figures'",
     "bootstrap/preflight/measure.py": "/proc/meminfo, the kernel's: one number (MemAvailable), never shown",
-    "bootstrap/preflight/nccl_log.py": "NCCL's own log: 'NCCL's log'; logs a person names (doctor --nccl-log): "
+    "bootstrap/fabric/nccl_log.py": "NCCL's own log: 'NCCL's log'; logs a person names (doctor --nccl-log): "
                                        "'NCCL's logs judged by the fabric rules'",
     "bootstrap/preflight/fabric_check.py": "this process's NCCL log where the user pointed it, and every rank's "
                                            "fabric findings: 'NCCL's logs judged by the fabric rules'",
-    "bootstrap/preflight/fabric_suggest.py": "/sys's RDMA devices (names, link layers): 'NCCL's logs judged by the "
+    "bootstrap/fabric/suggest.py": "/sys's RDMA devices (names, link layers): 'NCCL's logs judged by the "
                                              "fabric rules'",
     "bootstrap/distributed/badnodes.py": "the shared exclusion file's lines: 'the shared exclusion file'",
     "bootstrap/pictures/preflight.py": "the picture rank 0 sends its own drawing process on stdin: not others' data "

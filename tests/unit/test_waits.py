@@ -25,9 +25,9 @@ from conftest import ROOT
 
 # (module, call) -> what bounds it. Anything else found below fails the test.
 WAITS = {
-    ("bootstrap/preflight/fabric_profile.py", "process.communicate"): "min(60, env.distributed.timeout_s), then its "
+    ("bootstrap/fabric/profile.py", "process.communicate"): "min(60, env.distributed.timeout_s), then its "
                                                                         "process group is killed",
-    ("bootstrap/preflight/fabric_profile.py", "process.wait"): "bash, after SIGKILL to its process group (reaped at "
+    ("bootstrap/fabric/profile.py", "process.wait"): "bash, after SIGKILL to its process group (reaped at "
                                                                  "once); its pipe is closed, not read again",
     ("bootstrap/adapter/callback.py", "agree_on_run_dir"): "env.distributed.timeout_s (jobconfig.timeout_s)",
     ("bootstrap/adapter/sweep_end.py", "self._ended.wait"): "POLL_S, in a daemon thread that ends with the sweep",

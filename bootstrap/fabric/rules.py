@@ -4,7 +4,7 @@ Two moments (docs/fabrics.md):
 
 - **before the group** (:func:`stale`): a variable old guides still copy, named with its version rule and its
   source. A warning: the plugin's version is known only once NCCL has loaded it;
-- **at the first collective** (:func:`judge`), from what NCCL said (:mod:`bootstrap.preflight.nccl_log`): the
+- **at the first collective** (:func:`judge`), from what NCCL said (:mod:`bootstrap.fabric.nccl_log`): the
   network by its name and kind, the OFI provider, the NIC count where the instance type is known, no sockets
   between nodes, GPUDirect RDMA on the network's channel lines, a plugin that did not load; and the stale rules
   again, now definite or cleared by the versions NCCL and the plugin printed.
@@ -20,7 +20,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from bootstrap.doors import outbound
 from bootstrap.doors.lean import lean_dataclass
-from bootstrap.preflight.nccl_log import Process
+from bootstrap.fabric.nccl_log import Process
 
 MAX_QUOTE = 160  # characters of NCCL's line quoted in a finding
 KIND = "fabric"  # the preflight finding kind these rules make (shared name, issue 40)

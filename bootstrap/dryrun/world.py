@@ -3,7 +3,7 @@
 Nothing here reads or writes this process's environment or starts a process: each rank's variables are a
 mapping (:mod:`bootstrap.distributed.rankvars`), submitit's answer is made from them, and the target's figures
 (CPUs, GPUs) are the ones asked. Memory stays bounded: a rank's plan is dropped once tallied
-(:class:`bootstrap.core.dryrun_checks.Tally`), and only the sample (:func:`sample_ranks`) is kept whole.
+(:class:`bootstrap.dryrun.checks.Tally`), and only the sample (:func:`sample_ranks`) is kept whole.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from bootstrap.core import comparison, report, schema, startup
-from bootstrap.core.dryrun_checks import Finding, Tally, mesh_findings, nodelist_findings
+from bootstrap.dryrun.checks import Finding, Tally, mesh_findings, nodelist_findings
 from bootstrap.core.plan import Plan
 from bootstrap.core.versions import Found
 from bootstrap.distributed import mesh as meshes

@@ -5,7 +5,7 @@ NCCL picks its network when its first communicator starts and says so, with ``NC
 ``AWS Libfabric``, a plugin's ``IBext``, ``FasTrak``, ``GPUDirectTCPX_v7``, ...). Only that line names the
 network: "NET/IB : No device found." comes just before a fall back to sockets, and "NET/Plugin : No plugin
 found" before NCCL's own IB. With aws-ofi-nccl the provider (``NET/OFI Selected Provider is efa``) tells EFA from
-another Libfabric network. The other lines the fabric rules judge (:mod:`bootstrap.preflight.fabric_rules`)
+another Libfabric network. The other lines the fabric rules judge (:mod:`bootstrap.fabric.rules`)
 are gathered per process (host and pid): versions, devices, channels, failures. The bootstrap points
 ``NCCL_DEBUG_FILE`` at the job's directory (``nccl.%h.%p.log``: host, pid), so nothing reaches the console.
 
