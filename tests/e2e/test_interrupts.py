@@ -207,7 +207,7 @@ inner = bootstrap.initialize({"vars": {"BOOTSTRAP_TEST_VAR": "inner"}}, output_d
 target = inner or outer
 
 def send_at_close(frame, event, arg):
-    if event == "call" and frame.f_code.co_name == "_task_effects" and frame.f_locals.get("self") is target:
+    if event == "call" and frame.f_code.co_name == "task_effects" and frame.f_locals.get("session") is target:
         sys.setprofile(None)
         for signum in signums:
             os.kill(os.getpid(), signum)
