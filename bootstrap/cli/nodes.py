@@ -228,7 +228,8 @@ def _explain(args: Any, read: ledger.Ledger, judged: Dict[str, ledger.Evidence],
             attempt = f" attempt {entry.restart_count}" if entry.restart_count else ""
             job = f"job {entry.job_id or '(no id)'}{attempt}"
             who = f" by {entry.by}: {entry.why}" if entry.by else f" {job}"
-            lines.append(f"  {entry.observed_at}  {entry.reason} ({', '.join(entry.kinds) or entry.reason}){who} "
+            kinds = f" ({', '.join(entry.kinds)})" if entry.kinds not in ([], [entry.reason]) else ""
+            lines.append(f"  {entry.observed_at}  {entry.reason}{kinds}{who} "
                          f"ranks {entry.ranks}: {why}\n      {entry.message or '-'}")
     outbound.say("\n".join(lines) if seen else f"{name}: the ledger holds nothing of it")
     return 0

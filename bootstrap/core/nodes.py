@@ -116,7 +116,8 @@ def after_preflight(preset: EnvConfig, plan: Plan, checked: records.Preflight, s
     returns what the job raises when ``stop`` (the preflight's message) stops it."""
     slurm = slurm_attempt(environ)
     made = badnodes.from_preflight(checked, _now(), preset.nodes.exclude_ttl_h,
-                                   slurm[0] if slurm else plan.launch.job_id, slurm[1] if slurm else 0)
+                                   slurm[0] if slurm else plan.launch.job_id, slurm[1] if slurm else 0,
+                                   plan.launch.world_size)
     checked.restart_count = slurm[1] if slurm else None
     observed, excluded, said = observe(preset, plan, made, key, warnings)
     if observed:

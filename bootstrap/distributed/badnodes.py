@@ -46,9 +46,13 @@ def _against(record: records.Preflight, compared: Optional[float]) -> Dict[str, 
 
 
 def from_preflight(record: records.Preflight, now: datetime, ttl_h: float, job_id: Optional[str] = None,
-                   restart_count: int = 0) -> List[Observation]:
+                   restart_count: int = 0, world: int = 1) -> List[Observation]:
     """One observation per node that a finding of ``record`` names through its ranks, in the findings' order (faulty
-    first). A rank whose node the record does not hold (one that never sent its figures) names no node."""
+    first). A rank whose node the record does not hold (one that never sent its figures) names no node; nor does any
+    rank where the figures were gathered from fewer than the job's ``world`` ranks (a peer of another version sends
+    only its header): rank 0 could not name the peer's node, and every rank records alike."""
+    if record.world_size is not None and record.world_size < world:
+        return []
     hosts = {rank.rank: rank for rank in record.ranks}
     by_node: Dict[str, Observation] = {}
     observed, until = stamp(now), stamp(now + timedelta(hours=ttl_h))

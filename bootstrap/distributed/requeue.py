@@ -99,7 +99,8 @@ def requeue(decision: Decision, seconds: float) -> Optional[str]:
     ``requeuehold`` makes SLURM send the job's processes SIGTERM, this one too: it is ignored while the lines run
     (SLURM sends SIGKILL KillWait seconds later, 30 by default), so that the exclusion and the release are made.
     A failed exclusion never goes on to the release: the job stays held without it, and the line says what to
-    run; a failed release says how to release it."""
+    run; a failed release says how to release it. A requeue that succeeded says so at once, with its decision's
+    message."""
     import signal
     import threading
 
@@ -118,6 +119,9 @@ def requeue(decision: Decision, seconds: float) -> Optional[str]:
         released = run(release, seconds)
         if released:
             return f"{released}: the job is held; release it with `{line(release)}`"
+        # said now, SIGTERM still ignored: once released, srun ends this attempt's step (within KillWait), this
+        # process too, maybe before the job's own error line is printed
+        outbound.say(f"bootstrap: {decision.message}", err=True)
         return None
     finally:
         if main:  # None: a handler not installed from Python; the default is the nearest Python can put back

@@ -53,6 +53,16 @@ def test_a_world_figure_and_a_rank_with_no_known_node_name_no_node():
     assert badnodes.from_preflight(forged, NOW, 24) == []
 
 
+def test_figures_gathered_from_fewer_ranks_than_the_world_name_no_node_on_any_rank():
+    # a peer of another version sends only its header: each rank's record holds itself alone (world_size 1), and
+    # rank 0 cannot name the peer's node, so the peer names none either
+    alone = _record(("invalid", [1], []), hosts={1: "node3"})
+    alone.world_size = 1
+    assert badnodes.from_preflight(alone, NOW, 24, world=2) == []
+    alone.world_size = 2
+    assert [o.node for o in badnodes.from_preflight(alone, NOW, 24, world=2)] == ["node3"]
+
+
 def test_the_watch_s_findings_are_soft_observations_of_each_rank_s_node():
     findings = [SimpleNamespace(kind="slow", message="rank 2 (node3) scores 0.4", ranks=[2, 3],
                                 hosts=["node3", "node3"]),
