@@ -23,6 +23,8 @@ check it still executes (CI does this); it and --only write nothing unless --out
  16 trackers         the MLflow, W&B and Lightning integrations' share of a job, with vs without each; the MLflow
                      provider's import (bench/bench_trackers.py; a tracker not installed is skipped, saying so)
  17 dryrun           `bootstrap dryrun` for 1,024, 4,096 and 16,384 ranks: time and peak memory (bench/bench_dryrun.py)
+ 18 false_exclusion  20 healthy torchrun 2-rank jobs, a busy neighbour on one core at random moments, one shared
+                     bad-node ledger: no node excluded; the soft observations counted (bench/bench_false_exclusion.py)
 """
 
 from __future__ import annotations
@@ -528,6 +530,8 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("dryrun", "linearity", "≤ 1.5 (planning time per rank at 16,384 ranks vs 1,024; 1 is linear)",
      lambda v: v <= 1.5),
     ("dryrun", "memory_ratio", "≤ 1.5 (peak memory at 16,384 ranks vs 1,024)", lambda v: v <= 1.5),
+    ("false_exclusion", "excluded_count", "0 nodes excluded (20 healthy jobs, a busy neighbour, the default rule)",
+     lambda v: v == 0),
 ]
 
 
@@ -550,6 +554,14 @@ def dryrun(quick: bool) -> dict:
     from bench_dryrun import dryrun_scale as measure
 
     return measure(quick)
+
+
+def false_exclusion(work: Path, quick: bool) -> dict:
+    from bench_false_exclusion import false_exclusion as measure
+
+    result = measure(1 if quick else 20, work)
+    result.pop("runs")
+    return result
 
 
 def trackers(work: Path, quick: bool) -> dict:
@@ -793,7 +805,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*",
                         help="run only these: startup threads oversubscription peers multirun gpu lightning "
                              "lint flight_recorder hang_scale summary_scale agreement preflight scale provenance "
-                             "trackers dryrun")
+                             "trackers dryrun false_exclusion")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick or --only)")
     args = parser.parse_args(argv)
@@ -824,6 +836,7 @@ def main(argv=None) -> int:
         "provenance": lambda: provenance(work / "15", repeats, min(steps, 20)),
         "trackers": lambda: trackers(work / "16", args.quick),
         "dryrun": lambda: dryrun(args.quick),
+        "false_exclusion": lambda: false_exclusion(work / "18", args.quick),
     }
     results = {}
     try:

@@ -5,12 +5,14 @@
 
     hydra/callbacks=bootstrap                        # in a Hydra app
 
-Importing the package registers the ``env`` group's schema in Hydra's ConfigStore, and nothing else: the
-names that need torch are imported on first use.
+Importing the package registers the ``env`` group's schema in Hydra's ConfigStore and the resolver
+``${bootstrap_exclude:FILE}`` (:mod:`bootstrap.adapter.resolvers`), and nothing else: the names that need torch
+are imported on first use.
 """
 
 from typing import TYPE_CHECKING, Any
 
+from bootstrap.adapter.resolvers import register as _register_resolvers
 from bootstrap.core.schema import EnvConfig
 from bootstrap.core.schema import register as _register_schema
 from bootstrap.doors.errors import (
@@ -32,6 +34,7 @@ if TYPE_CHECKING:  # what __getattr__ gives, for a type checker (it imports them
     __version__: str
 
 _register_schema()
+_register_resolvers()
 
 __all__ = [
     # the session: in a task, bootstrap.current(); in plain Python, bootstrap.initialize(cfg.env)

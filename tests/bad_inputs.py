@@ -62,7 +62,7 @@ BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
     (["env.nodes.on_bad=maybe"], NO_ENV, "env.nodes.on_bad"),
     (["env.nodes.exclude_ttl_h=0"], NO_ENV, "env.nodes.exclude_ttl_h=0.0 must be positive hours"),
     (["env.nodes.max_requeues=-1"], NO_ENV, "env.nodes.max_requeues=-1 must be a count in [0, 100]"),
-    (["env.nodes.ignore=[node3,-x]"], NO_ENV, "'-x' is not a host name"),
+    (["env.nodes.ignore=[node3,-x]"], NO_ENV, "'-x' is not a node's name"),
     ([], SLURM_RESTARTED_ODDLY, "SLURM_RESTART_COUNT='x' is not a whole number"),
     ([], TORCHRUN_RANK2_OF_2, "env.distributed: torchrun: rank 2 is outside world size 2"),
     ([], MULTI_NODE_NO_MASTER, "needs MASTER_ADDR"),

@@ -1,4 +1,4 @@
-"""``bootstrap {doctor,dryrun,diff,hang,lint,tune,summary,schema} ...``: which module runs each command.
+"""``bootstrap {doctor,dryrun,diff,hang,lint,tune,summary,schema,nodes} ...``: which module runs each command.
 
 Each command is a module of this package with ``main(argv) -> int``; adding one is a line in
 :data:`COMMANDS` (CONTRIBUTING.md: adding a CLI command)."""
@@ -9,7 +9,7 @@ from typing import List, Optional
 
 # command -> bootstrap.cli.<module>
 COMMANDS = {"doctor": "doctor", "dryrun": "dryrun", "diff": "diff", "hang": "hang", "lint": "lint_presets", "tune": "tune",
-            "summary": "summary", "schema": "schema"}
+            "summary": "summary", "schema": "schema", "nodes": "nodes"}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -1,19 +1,28 @@
-"""Bad nodes as steps of a job's start (``env.nodes``): a rank whose host the shared exclusion file lists stops
-before the process group (:func:`at_start`); after the preflight, the nodes its findings name are recorded in the
-report, in ``bad_nodes.jsonl`` and ``exclude.txt`` and in the shared file, and a stopping finding stops or requeues
-the job (:func:`after_preflight`)."""
+"""Bad nodes as steps of a job (``env.nodes``): evidence before exclusion.
+
+- At the start, before the process group (:func:`at_start`): a rank on a node that the ledger's evidence excludes
+  (:mod:`bootstrap.distributed.ledger`) stops, naming the evidence.
+- After the preflight, wherever it ran (at the start, or once a framework's group exists: Lightning's), and after a
+  watch finding, the one same step (:func:`after_preflight`, :func:`after_watch`): the nodes the findings name are
+  observed (the report, ``bad_nodes.jsonl``, the ledger), judged systemic or past the job's cap, and excluded only
+  where the evidence says so (``exclude.txt``; ``ExcNodeList`` under ``on_bad=requeue``); a stopping finding stops
+  or requeues the job.
+- The ledger is a file many users share, read and written through the doors as one (:func:`read_ledger`,
+  :func:`add`): never through a link, its writers checked on the open descriptors, under a lock any writer of the
+  list may take. ``bootstrap nodes`` reads and adds to it the same way.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from bootstrap.core import report
-from bootstrap.distributed import badnodes, requeue
-from bootstrap.distributed.hostlist import compress
+from bootstrap.distributed import badnodes, ledger, nodename, requeue
 from bootstrap.distributed.launchvars import slurm_attempt
 from bootstrap.doors import inbound, outbound, records
 from bootstrap.doors.errors import BadNodeError, BootstrapError, ConfigError, PreflightError, RequeuedError
@@ -28,124 +37,252 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def read_listed(path: str, key: str, warnings: List[str], now: datetime) -> badnodes.Listed:
-    """The shared file's entries, read through the one way in; what cannot be read is one warning, never a stop:
-    a missing file (no finding yet) lists nothing, silently."""
-    where = f"{key}.nodes.exclude_file"
+def rule(preset: EnvConfig) -> ledger.Rule:
+    """The evidence rule of ``preset.nodes``."""
+    return ledger.Rule(ttl_h=preset.nodes.exclude_ttl_h, min_observations=preset.nodes.min_observations)
+
+
+def load_ledger(path: inbound.StrPath, now: datetime) -> ledger.Ledger:
+    """The ledger's entries, read through the one way in as a shared file (:func:`inbound.read_shared_bytes`);
+    a missing file holds nothing. What cannot be read or believed is :class:`inbound.Unreadable`, with why."""
     try:
-        data, info = inbound.read_shared_bytes(path)
-    except inbound.Unreadable as error:
+        data, _, _ = inbound.read_shared_bytes(path)
+    except inbound.Unreadable:
         if os.path.lexists(path):
-            report.warn(warnings, f"{where}: {error}: its entries are not read, and the job goes on")
-        return badnodes.Listed()
-    if info.st_mode & stat.S_IWOTH:  # anyone could have written what it says: it keeps no node out
-        mode = stat.S_IMODE(info.st_mode)
-        report.warn(warnings, f"{where}: every user may write {Path(path).name} (mode {mode:o}): its entries are not "
-                              f"trusted, and the job goes on; chmod o-w {path}")
-        return badnodes.Listed()
-    listed = badnodes.parse(data, now)
-    skipped = listed.skipped_line(where)
-    if skipped:
-        report.warn(warnings, skipped)
-    return listed
+            raise
+        return ledger.Ledger()
+    return ledger.parse(data, now)
+
+
+def read_ledger(path: str, where: str, warnings: List[str], now: datetime) -> ledger.Ledger:
+    """:func:`load_ledger` for a job: what cannot be read or believed is one warning (``where``: its key), never a
+    stop; the lines dropped are counted in one warning."""
+    try:
+        read = load_ledger(path, now)
+    except inbound.Unreadable as error:
+        report.warn(warnings, f"{where}: {error}: its observations are not read, and the job goes on")
+        return ledger.Ledger()
+    report.warn(warnings, read.dropped_line(where))
+    return read
+
+
+def _names(host: str) -> List[str]:
+    """This node's names: the scheduler's (``host``), and the kernel's where it differs (an observation made outside
+    the scheduler, or before issue 45, names it so)."""
+    return list(dict.fromkeys([host, nodename.kernel_host()]))
 
 
 def at_start(preset: EnvConfig, key: str, warnings: List[str], host: str,
              environ: Mapping[str, str] = os.environ) -> Optional[Refusal]:
-    """The refusal of a rank whose ``host`` the shared file lists (not expired, not ignored), or None."""
+    """The refusal of a rank on ``host`` (the scheduler's name for its node) that the ledger's evidence excludes (and
+    ``ignore`` does not name), or None."""
     from bootstrap.core.verdict import Refusal
 
     wanted = preset.nodes
-    if wanted.exclude_file is None:
+    names = _names(host)
+    if wanted.exclude_file is None or set(names) & set(wanted.ignore):
         return None
     now = _now()
-    listed = read_listed(wanted.exclude_file, key, warnings, now)
-    entry = badnodes.listing(listed.entries, host, now, wanted.exclude_ttl_h, wanted.ignore)
-    if entry is None:
+    read = read_ledger(wanted.exclude_file, f"{key}.nodes.exclude_file", warnings, now)
+    standing = ledger.judge(read, now, rule(preset), names)
+    found = next((standing[name] for name in names if name in standing and standing[name].state == "excluded"), None)
+    if found is None:
         return None
-    return Refusal(badnodes.start_message(entry, host, key, slurm_attempt(environ) is not None, wanted.exclude_ttl_h),
-                   BadNodeError)
+    until = ledger.stamp(found.until) if found.until else "it is cleared"
+    fix = f"resubmit with --exclude={found.node} (sbatch) or " if slurm_attempt(environ) else "run elsewhere, or "
+    return Refusal(f"{key}.nodes.exclude_file: this node {found.node} is excluded: {found.summary(now)}; kept out "
+                   f"until {until}: {fix}set {key}.nodes.ignore=[{found.node}] to run here anyway (`bootstrap nodes "
+                   f"{wanted.exclude_file} --explain {found.node}` shows the evidence)", BadNodeError)
+
+
+def named(found: records.Provenance) -> records.Provenance:
+    """``found`` with its ``host`` the node's name as the scheduler gives it, and the kernel's beside it where the two
+    differ (:mod:`bootstrap.distributed.nodename`)."""
+    node, kernel = nodename.node(), nodename.kernel_host()
+    found.host, found.kernel_host = node, kernel if kernel != node else None
+    return found
+
+
+# -- after the preflight, or a watch finding: one step ------------------------------------------------------------
+class Outcome:
+    """What a stop did about the bad nodes (a preflight's ``preflight.on_bad``)."""
+
+    on_bad: Optional[str] = None
 
 
 def after_preflight(preset: EnvConfig, plan: Plan, checked: records.Preflight, stop: Optional[str], key: str,
                     warnings: List[str], environ: Mapping[str, str] = os.environ) -> Optional[BootstrapError]:
-    """Record the nodes the findings name (the report's ``preflight.bad_nodes``; rank 0 writes the two files and
-    appends to the shared one); returns what the job raises when ``stop`` (the preflight's message) stops it."""
-    wanted, now = preset.nodes, _now()
+    """Observe the nodes the preflight's findings name (:func:`observe`), into the report's ``preflight.bad_nodes``;
+    returns what the job raises when ``stop`` (the preflight's message) stops it."""
     slurm = slurm_attempt(environ)
-    entries = badnodes.from_preflight(checked, now, wanted.exclude_ttl_h, slurm[0] if slurm else plan.launch.job_id,
-                                      slurm[1] if slurm else 0)
+    made = badnodes.from_preflight(checked, _now(), preset.nodes.exclude_ttl_h,
+                                   slurm[0] if slurm else plan.launch.job_id, slurm[1] if slurm else 0,
+                                   plan.launch.world_size)
     checked.restart_count = slurm[1] if slurm else None
-    if entries:
-        checked.bad_nodes = [records.BadNode(node=e.node, reason=e.reason, ranks=e.ranks, valid_until=e.valid_until)
-                             for e in entries]
-        checked.on_bad = "recorded"
-        if plan.launch.rank == 0:
-            _write(plan, wanted.exclude_file, entries, now, wanted.exclude_ttl_h, preset.distributed.timeout_s, key,
-                   warnings)
+    observed, excluded, said = observe(preset, plan, made, key, warnings)
+    if observed:
+        checked.bad_nodes = [records.BadNode(node=o.node, reason=o.reason, ranks=o.ranks, valid_until=o.valid_until,
+                                             evidence="hard" if o.hard else "soft", excluded=o.node in excluded,
+                                             note=o.note or None) for o in observed]
+        checked.on_bad = "recorded" + (f" ({said})" if said else "")
+    outcome = Outcome()
+    stopped = _stop(preset, plan, observed, excluded, stop, key, warnings, outcome, slurm)
+    if outcome.on_bad is not None:
+        checked.on_bad = outcome.on_bad
+    return stopped
+
+
+def after_watch(preset: EnvConfig, plan: Plan, findings: Sequence[Any], key: str, warnings: List[str],
+                environ: Mapping[str, str] = os.environ) -> Optional[BootstrapError]:
+    """The watch's findings (shaped as ``records.PreflightFinding``, each with its ranks' nodes, ``hosts``) observed
+    as soft evidence, each kind as ``watch_<kind>`` (:func:`observe`); under ``env.watch.mode=error`` returns what
+    the job raises (``env.nodes.on_bad`` applies), else None."""
+    slurm = slurm_attempt(environ)
+    made = badnodes.from_findings(findings, _now(), preset.nodes.exclude_ttl_h,
+                                  slurm[0] if slurm else plan.launch.job_id, slurm[1] if slurm else 0)
+    observed, excluded, _ = observe(preset, plan, made, key, warnings)
+    mode = getattr(getattr(getattr(preset, "watch", None), "mode", None), "value", None)
+    stop = "\n".join(f"watch: {finding.message}" for finding in findings) if mode == "error" and findings else None
+    return _stop(preset, plan, observed, excluded, stop, key, warnings, Outcome(), slurm)
+
+
+def job_nodes(plan: Plan) -> int:
+    """The nodes of the job: its ranks over the ranks of one node."""
+    launch = plan.launch
+    return max(1, -(-launch.world_size // max(1, launch.local_world_size)))
+
+
+def observe(preset: EnvConfig, plan: Plan, made: List[ledger.Observation], key: str, warnings: List[str]
+            ) -> Tuple[List[ledger.Observation], Dict[str, str], Optional[str]]:
+    """Weigh this job's observations (systemic, the cap: :func:`bootstrap.distributed.badnodes.weigh`; its line
+    warned), judge each named node on the ledger's evidence with them, and on rank 0 write ``bad_nodes.jsonl``,
+    ``exclude.txt`` (the nodes excluded, if any) and add them to the ledger. Returns (the observations, each node
+    the evidence excludes now with the evidence in words, the systemic or cap line)."""
+    if not made:
+        return [], {}, None
+    wanted, now = preset.nodes, _now()
+    said = badnodes.weigh(made, job_nodes(plan), wanted.systemic_fraction, wanted.max_per_job, key)
+    report.warn(warnings, said)
+    where = f"{key}.nodes.exclude_file"
+    past = read_ledger(wanted.exclude_file, where, [], now) if wanted.exclude_file else ledger.Ledger()
+    both = ledger.Ledger(entries=[*past.entries, *((seen, b"") for seen in made)])
+    standing = ledger.judge(both, now, rule(preset), [seen.node for seen in made])
+    excluded = {seen.node: standing[seen.node].summary(now) for seen in made
+                if standing[seen.node].state == "excluded" and seen.node not in wanted.ignore}
+    if plan.launch.rank == 0:
+        lines = [outbound.clean(seen.to_json(), one_line=True) for seen in made]  # secrets masked
+        if plan.output_dir:
+            outbound.write_text(Path(plan.output_dir) / badnodes.RECORD_NAME, "".join(line + "\n" for line in lines))
+            if excluded:
+                outbound.write_text(Path(plan.output_dir) / badnodes.EXCLUDE_NAME,
+                                    badnodes.exclude_text(excluded) + "\n")
+        if wanted.exclude_file is not None:
+            for line in add(Path(wanted.exclude_file), lines, now, rule(preset), preset.distributed.timeout_s, where):
+                report.warn(warnings, line)
+    return made, excluded, said
+
+
+def _stop(preset: EnvConfig, plan: Plan, observed: List[ledger.Observation], excluded: Dict[str, str],
+          stop: Optional[str], key: str, warnings: List[str], outcome: Outcome,
+          slurm: Optional[Tuple[str, int]]) -> Optional[BootstrapError]:
+    """What a stopping finding (``stop``) makes the job raise, the nodes observed named with their standing."""
     if not stop:
         return None
-    if not entries:
+    if not observed:
         return PreflightError(stop)
-    checked.on_bad = "stopped"
-    named = f"{stop}\nbad nodes: {badnodes.exclude_text(e.node for e in entries)} (exclude.txt in the job's directory)"
-    if wanted.on_bad.value != "requeue" or plan.launch.rank != 0:
+    outcome.on_bad = "stopped"
+    named = f"{stop}\n{_bad_line(observed, excluded, preset, key)}"
+    if preset.nodes.on_bad.value != "requeue" or plan.launch.rank != 0:
         return PreflightError(named)
-    return _requeue(preset, checked, named, [e.node for e in entries], entries[0].reason, key, warnings,
-                    slurm[0] if slurm else None)
+    reason = next((seen.reason for seen in observed if seen.node in excluded), observed[0].reason)
+    return _requeue(preset, outcome, named, list(excluded), reason, key, warnings, slurm)
 
 
-def _write(plan: Plan, shared: Optional[str], entries: List[badnodes.Entry], now: datetime, ttl_h: float,
-           timeout_s: float, key: str, warnings: List[str]) -> None:
-    cleaned = [outbound.clean(entry.to_json(), one_line=True) for entry in entries]  # secrets masked
-    lines = "".join(line + "\n" for line in cleaned)
-    if plan.output_dir:
-        outbound.write_text(Path(plan.output_dir) / badnodes.RECORD_NAME, lines)
-        outbound.write_text(Path(plan.output_dir) / badnodes.EXCLUDE_NAME,
-                            badnodes.exclude_text(e.node for e in entries) + "\n")
-    if shared is not None:
-        failed = append_shared(Path(shared), cleaned, now, ttl_h, timeout_s)
-        if failed:
-            report.warn(warnings, f"{key}.nodes.exclude_file: the bad nodes were not added: {failed}")
+def _bad_line(observed: List[ledger.Observation], excluded: Dict[str, str], preset: EnvConfig, key: str) -> str:
+    """``bad nodes: node3 excluded: slow in 2 jobs (41, 42) in the last 1 h (exclude.txt in the job's directory);
+    observed, not excluded: node5 (soft evidence, ...)``."""
+    parts = [f"{node} excluded: {summary}" for node, summary in excluded.items()]
+    parts[-1:] = [f"{parts[-1]} (exclude.txt in the job's directory)"] if parts else []
+    kept = [seen for seen in observed if seen.node not in excluded]
+    if kept:
+        why = "; ".join(dict.fromkeys(seen.note or f"soft evidence, excluded from {key}.nodes.min_observations="
+                                      f"{preset.nodes.min_observations} jobs or attempts" for seen in kept))
+        parts.append(f"observed, not excluded: {badnodes.exclude_text(seen.node for seen in kept)} ({why})")
+    return "bad nodes: " + "; ".join(parts)
 
 
-def append_shared(path: Path, lines: List[str], now: datetime, ttl_h: float, timeout_s: float) -> Optional[str]:
-    """Add ``lines`` (entries' JSON, cleaned) to the shared file, under an exclusive lock (``<file>.lock`` beside
-    it, waited for at most ``timeout_s``), written whole and renamed over the old one: two jobs at once lose
-    nothing, and a reader never sees half a file. Returns why it could not, or None."""
+def add(path: Path, lines: List[str], now: datetime, rule: ledger.Rule, timeout_s: float, where: str) -> List[str]:
+    """Add ``lines`` (entries' JSON, cleaned) to the ledger at ``path``, under an exclusive lock (``<file>.lock``
+    beside it, which any writer of the list may take; waited for at most ``timeout_s``), written whole with the
+    list's mode and group and renamed over it: two jobs at once lose nothing, and a reader never sees half a file.
+    Entries aged out under ``rule`` are dropped on the way, and lines that are no entry too. Returns the warnings:
+    what was refused and why (the lines are then not added), and what was dropped; none when all went well."""
+    lock = path.with_name(path.name + ".lock")
     try:
-        with outbound.locked(path.with_name(path.name + ".lock"), timeout_s):
+        directory = os.stat(path.parent)
+        before = _regular(path)
+        with outbound.locked(lock, timeout_s, before, directory):
             try:
-                existing, info = inbound.read_shared_bytes(path)
-                mode: Optional[int] = stat.S_IMODE(info.st_mode)
+                existing, info, directory = inbound.read_shared_bytes(path)
             except inbound.Unreadable:
-                if os.path.lexists(path):  # not ours to replace: a device, a huge file, a directory
+                if os.path.lexists(path):  # a link, a device, a file past its cap, writers not trusted: not replaced
                     raise
-                existing, mode = b"", None
-            outbound.write_bytes(path, badnodes.appended(existing, lines, now, ttl_h), mode=mode, sync=True)
+                existing, info = b"", None
+            read = ledger.parse(existing, now)
+            data = b"".join(line + b"\n" for line in [*ledger.kept(read, now, rule), *(s.encode() for s in lines)])
+            if len(data) > inbound.MAX_SHARED_BYTES:
+                return [f"{where}: {len(lines)} observations were not added: the ledger would hold {len(data)} bytes "
+                        f"of live entries, past its cap of {inbound.MAX_SHARED_BYTES}: clear mended nodes (bootstrap "
+                        "nodes FILE --clear NODE --why ...), or lower exclude_ttl_h"]
+            outbound.replace_shared(path, data, info, directory)
     except (inbound.Unreadable, OSError) as error:  # TimeoutError is an OSError
-        return str(error)
-    return None
+        return [f"{where}: the observations were not added: {_why(error, lock)}"]
+    return [line for line in [read.dropped_line(where)] if line]
 
 
-def _requeue(preset: EnvConfig, checked: records.Preflight, named: str, bad: List[str], reason: str, key: str,
-             warnings: List[str], job_id: Optional[str]) -> BootstrapError:
-    """Rank 0 under ``on_bad=requeue``: exclude ``bad`` from the job and requeue it, within the user's timeout."""
+def _regular(path: Path) -> Optional[os.stat_result]:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return info if stat.S_ISREG(info.st_mode) else None
+
+
+def _why(error: Exception, lock: Path) -> str:
+    if isinstance(error, OSError) and error.errno == errno.ELOOP:
+        return f"{lock.name}: a link, not followed"
+    if isinstance(error, PermissionError) and error.filename is not None and Path(error.filename).name == lock.name:
+        try:
+            info = os.lstat(lock)
+            return (f"{lock.name}: permission denied (uid {info.st_uid}, mode {stat.S_IMODE(info.st_mode):o}): its "
+                    "owner may give the list's group read access to it (chmod g+r), or remove it")
+        except OSError:
+            pass
+    if isinstance(error, OSError) and not isinstance(error, TimeoutError):
+        return f"{Path(error.filename or lock).name}: {error.strerror or type(error).__name__}"
+    return str(error)
+
+
+def _requeue(preset: EnvConfig, outcome: Outcome, named: str, bad: List[str], reason: str, key: str,
+             warnings: List[str], slurm: Optional[Tuple[str, int]]) -> BootstrapError:
+    """Rank 0 under ``on_bad=requeue``: exclude the nodes the evidence excludes (``bad``; none: the next attempt may
+    run on the same nodes) and requeue the job, within the user's timeout."""
     wanted, seconds = preset.nodes, float(preset.distributed.timeout_s)
-    if job_id is None:
-        checked.on_bad = "stopped (on_bad=requeue needs a SLURM batch job)"
+    if slurm is None:
+        outcome.on_bad = "stopped (on_bad=requeue needs a SLURM batch job)"
         return PreflightError(f"{named}\n{key}.nodes.on_bad=requeue: not a SLURM job (no SLURM_JOB_ID): stopped")
-    shown = requeue.show_job(job_id, seconds)
+    job_id = slurm[0]
+    shown = requeue.show_job(job_id, seconds) if bad else ""
     if shown is None:  # `scontrol update ExcNodeList=` replaces the list: without the job's own, nothing is run
-        checked.on_bad = "stopped (the job's ExcNodeList could not be read)"
+        outcome.on_bad = "stopped (the job's ExcNodeList could not be read)"
         return PreflightError(f"{named}\n{key}.nodes.on_bad=requeue: `scontrol show job -o {job_id}` gave no answer "
                               f"within {seconds:g} s, so the job's own exclusions are unknown: stopped, not requeued; "
-                              f"resubmit with --exclude={compress(bad)}")
+                              f"resubmit with --exclude={badnodes.exclude_text(bad)}")
     try:
-        decision = requeue.decide(job_id, bad, requeue.excluded_now(shown), checked.restart_count or 0,
-                                  wanted.max_requeues, reason, key)
+        decision = requeue.decide(job_id, bad, requeue.excluded_now(shown), slurm[1], wanted.max_requeues, reason,
+                                  key)
     except ConfigError as error:  # the job's ExcNodeList is beyond what the nodelist reader takes
-        checked.on_bad = "stopped (the job's ExcNodeList could not be read)"
+        outcome.on_bad = "stopped (the job's ExcNodeList could not be read)"
         return PreflightError(f"{named}\n{key}.nodes.on_bad=requeue: {error}: stopped, not requeued")
     for drain in decision.drain:
         if not wanted.drain:
@@ -155,12 +292,11 @@ def _requeue(preset: EnvConfig, checked: records.Preflight, named: str, bad: Lis
         if failed:
             report.warn(warnings, f"{key}.nodes.drain: the node was not drained: {failed}")
     if not decision.requeue:
-        checked.on_bad = f"stopped: max_requeues reached, excluded {decision.excluded}"
+        outcome.on_bad = f"stopped: max_requeues reached, excluded {decision.excluded or 'nothing'}"
         return PreflightError(f"{named}\n{decision.message}")
     failed = requeue.requeue(decision, seconds)
     if failed:
-        checked.on_bad = f"stopped: the requeue failed ({failed})"
-        return PreflightError(f"{named}\n{key}.nodes.on_bad=requeue failed: {failed}; resubmit with "
-                              f"--exclude={decision.excluded}")
-    checked.on_bad = f"requeued excluding {decision.excluded}"
+        outcome.on_bad = f"stopped: the requeue failed ({failed})"
+        return PreflightError(f"{named}\n{key}.nodes.on_bad=requeue failed: {failed}")
+    outcome.on_bad = f"requeued excluding {decision.excluded}" if bad else "requeued excluding nothing"
     return RequeuedError(f"{named}\n{decision.message} (exit {RequeuedError.exit_code})")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from bootstrap.core.plan import Plan
 from bootstrap.core.schema import EnvConfig
 from bootstrap.doors import records
-from bootstrap.doors.errors import ConfigError, PreflightError
+from bootstrap.doors.errors import ConfigError
 from bootstrap.preflight.request import (PICTURE, PREFIX, Floors, Request, capped, message, planned, skipped_because,
                                          stops)
 
@@ -101,31 +101,36 @@ def now(session: Session) -> Optional[records.Preflight]:
     (Lightning's DDP makes it in ``Trainer.fit``; :class:`bootstrap.integrations.lightning.BootstrapLogging` calls
     this at the trainer's setup). It runs once, where it was asked for and found no group at the start, on the
     default group, and every rank of that group must call it. Returns its record (None: nothing ran, or still no
-    group of several ranks). A finding that stops the job ends it as at the start: recorded ``check_failed``, the
-    process restored, and :class:`~bootstrap.doors.errors.PreflightError` raised; under ``warn`` the findings are
-    warnings, in the report as it is written again."""
-    from bootstrap.core import report
+    group of several ranks). The nodes its findings name take the same step as at the start
+    (:func:`bootstrap.core.nodes.after_preflight`). A finding that stops the job ends it as at the start: recorded
+    ``check_failed``, the process restored, and :class:`~bootstrap.doors.errors.PreflightError` (or, requeued,
+    ``RequeuedError``) raised; under ``warn`` the findings are warnings, in the report as it is written again."""
+    from bootstrap.core import nodes, report
     from bootstrap.core.report import JobEnd, JobStatus
 
     record, plan = session.report, session.plan
     if record is None or plan is None or not _waits(record.preflight, session._group):
         return None
-    checked = once_grouped(session.preset, plan, session.device, session.key)
-    if checked is None:
+    grouped = once_grouped(session.preset, plan, session.device, session.key)
+    if grouped is None:
         return None
+    checked, plan_now = grouped
     record.preflight, record.timings.preflight_s = checked, checked.seconds
-    stop = refusal(checked, session.key)
-    if stop:
-        session.close(JobStatus.CHECK_FAILED, error=stop)
-        raise PreflightError(stop)
+    # the same step after the preflight as at the start: the bad nodes observed, recorded, excluded on evidence
+    stopped = nodes.after_preflight(session.preset, plan_now, checked, refusal(checked, session.key), session.key,
+                                    record.warnings)
+    if stopped:
+        session.close(JobStatus.CHECK_FAILED, error=str(stopped.args[0]))
+        raise stopped
     for finding in checked.findings:
         report.warn(record.warnings, f"preflight: {finding.message}")
     session._end(JobEnd(JobStatus.RUNNING))  # written again, with the check
     return checked
 
 
-def once_grouped(preset: EnvConfig, plan: Plan, device: str, key: str) -> Optional[records.Preflight]:
-    """The check on the default process group as it is now; None where there is none of more than one rank."""
+def once_grouped(preset: EnvConfig, plan: Plan, device: str, key: str) -> Optional[Tuple[records.Preflight, Plan]]:
+    """The check on the default process group as it is now, and the plan it ran with (the group's rank and world);
+    None where there is none of more than one rank."""
     import dataclasses
 
     import torch.distributed as dist
@@ -145,9 +150,10 @@ def once_grouped(preset: EnvConfig, plan: Plan, device: str, key: str) -> Option
         launch = dataclasses.replace(plan.launch, rank=rank, world_size=world, local_rank=rank, local_world_size=world,
                                      node_rank=0)
     group = ProcessGroup(GroupState.EXISTING, backend=str(dist.get_backend()))
-    checked = run(preset, dataclasses.replace(plan, launch=launch), device, group, key)
+    plan_now = dataclasses.replace(plan, launch=launch)
+    checked = run(preset, plan_now, device, group, key)
     checked.note = "; ".join(filter(None, [checked.note, "checked once the framework had made its process group"]))
-    return checked
+    return checked, plan_now
 
 
 def never_ran(session: Session, group_at_end: Optional[dict]) -> None:

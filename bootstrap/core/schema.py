@@ -169,10 +169,13 @@ class OnBad(str, enum.Enum):
 
 
 @dataclass
-class Nodes:  # see bootstrap.core.nodes: the nodes a preflight finding names, recorded, kept out and retried
-    exclude_file: Optional[str] = None  # a shared file every finding is appended to, read at each job start; null: none
-    exclude_ttl_h: float = 24.0  # hours an entry keeps its node out after it was observed
-    ignore: List[str] = field(default_factory=list)  # hosts to run on even when the file lists them
+class Nodes:  # see bootstrap.core.nodes: the nodes a finding names, observed, kept out on evidence and retried
+    exclude_file: Optional[str] = None  # the shared ledger: every observation is added, each job start reads it; null: none
+    exclude_ttl_h: float = 24.0  # hours an observation counts as evidence after it was made
+    min_observations: int = 2  # occasions (jobs, attempts) of soft evidence that exclude a node; hard evidence: one
+    systemic_fraction: float = 0.5  # more than this fraction of a job's nodes named at once: systemic, none excluded
+    max_per_job: int = 2  # nodes whose evidence one job may count; the rest is recorded and does not count
+    ignore: List[str] = field(default_factory=list)  # nodes to run on even when the evidence excludes them
     on_bad: OnBad = OnBad.stop  # what a stopping finding that names a node does
     max_requeues: int = 2  # on_bad=requeue: requeues of one job (SLURM_RESTART_COUNT) before it stops
     drain: bool = False  # also run the printed `scontrol update NodeName=... State=DRAIN` (needs an administrator)

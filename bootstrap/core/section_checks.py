@@ -44,10 +44,11 @@ def preflight(check: Any, timeout_s: int, device: str = "cpu") -> None:
 
 MAX_TTL_H = 24 * 365  # a year
 MAX_REQUEUES = 100
+MAX_OBSERVATIONS = 1000
 
 
 def nodes(nodes: Any) -> None:
-    from bootstrap.distributed.badnodes import HOST
+    from bootstrap.distributed.nodename import NAME as HOST
 
     where = f"{PRESET_KEY}.nodes"
     if nodes.exclude_file is not None and not (nodes.exclude_file.strip() and "\0" not in nodes.exclude_file):
@@ -57,10 +58,18 @@ def nodes(nodes: Any) -> None:
                                                      and 0 < nodes.exclude_ttl_h <= MAX_TTL_H):
         raise ConfigError(f"{where}.exclude_ttl_h={nodes.exclude_ttl_h} must be positive hours, at most {MAX_TTL_H} "
                           f"(a year), e.g. {where}.exclude_ttl_h=24.")
+    for name, value, low, high in (("min_observations", nodes.min_observations, 1, MAX_OBSERVATIONS),
+                                   ("max_per_job", nodes.max_per_job, 1, MAX_OBSERVATIONS)):
+        if isinstance(value, bool) or not low <= value <= high:
+            raise ConfigError(f"{where}.{name}={value} must be a count in [{low}, {high}], e.g. {where}.{name}=2.")
+    fraction = nodes.systemic_fraction
+    if isinstance(fraction, bool) or not (math.isfinite(fraction) and 0 < fraction <= 1):
+        raise ConfigError(f"{where}.systemic_fraction={fraction} must be a fraction in (0, 1] of a job's nodes, e.g. "
+                          f"{where}.systemic_fraction=0.5 (1: never systemic).")
     bad = [host for host in nodes.ignore if not isinstance(host, str) or not HOST.fullmatch(host)]
     if bad:
-        raise ConfigError(f"{where}.ignore={list(nodes.ignore)!r}: {bad[0]!r} is not a host name. List host names "
-                          f"as the job sees them, e.g. {where}.ignore=[node3].")
+        raise ConfigError(f"{where}.ignore={list(nodes.ignore)!r}: {bad[0]!r} is not a node's name. List nodes as "
+                          f"the scheduler names them (SLURMD_NODENAME, else the host name), e.g. {where}.ignore=[node3].")
     if isinstance(nodes.max_requeues, bool) or not 0 <= nodes.max_requeues <= MAX_REQUEUES:
         raise ConfigError(f"{where}.max_requeues={nodes.max_requeues} must be a count in [0, {MAX_REQUEUES}], e.g. "
                           f"{where}.max_requeues=2.")

@@ -205,7 +205,7 @@ class Session:
         machine, took = self._machine(found), time.perf_counter() - started
         return report.build(self._job(), plan, self.device, found, checks, None, warnings, took, JobStatus.PREVIEW,
                             lint.for_preset(self.preset, machine), preflight=preflight.expected(self.preset),
-                            machine=machine, provenance=provenance.previewed())
+                            machine=machine, provenance=nodes.named(provenance.previewed()))
 
     # -- applying ----------------------------------------------------------------------------
     @naming_preset
@@ -379,7 +379,8 @@ class Session:
 
     def _provenance_so_far(self, wait: bool = False) -> Tuple[records.Provenance, Optional[float]]:
         """The job's provenance: collected (``wait``: up to env.provenance.seconds for it), still collecting, or off."""
-        return provenance.so_far(self._provenance, self.preset.provenance.enabled, wait)
+        found, seconds = provenance.so_far(self._provenance, self.preset.provenance.enabled, wait)
+        return nodes.named(found), seconds
 
     def _undo(self):
         """Put the process back (see ProcessChanges.undo); returns what became of the group."""

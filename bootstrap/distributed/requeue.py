@@ -49,22 +49,28 @@ def excluded_now(show_job: str) -> str:
 
 def decide(job_id: str, bad: Sequence[str], excluded: str, restarts: int, max_requeues: int, reason: str,
            key: str = "env") -> Decision:
-    """Requeue the job excluding ``bad`` as well as what it ``excluded`` already, unless it has been requeued
-    ``max_requeues`` times: then stop, naming every node it excluded."""
+    """Requeue the job excluding ``bad`` (the nodes the evidence excludes) as well as what it ``excluded`` already,
+    unless it has been requeued ``max_requeues`` times: then stop, naming every node it excluded. With no ``bad``
+    node (soft evidence that does not exclude yet) the job is requeued as it is: SLURM may place it on the same nodes,
+    and an observation there again is evidence."""
     merged = compress([*expand(excluded, "the job's ExcNodeList"), *bad]) if excluded else compress(bad)
     drain = [["scontrol", "update", f"NodeName={compress(bad)}", "State=DRAIN",
               f"Reason=hydra-train-bootstrap: {reason} (job {job_id})"]] if bad else []
     if restarts >= max_requeues:
         return Decision(False, merged, [], drain,
                         f"{key}.nodes.max_requeues={max_requeues} reached (SLURM_RESTART_COUNT={restarts}): the job "
-                        f"stops; every allocation had a bad node. Excluded: {merged}; resubmit with "
-                        f"--exclude={merged}, or raise {key}.nodes.max_requeues")
+                        f"stops. Excluded: {merged or 'nothing'}; resubmit"
+                        + (f" with --exclude={merged}" if merged else "") + f", or raise {key}.nodes.max_requeues")
+    attempt = f"requeued job {job_id} (attempt {restarts + 1} of at most {max_requeues + 1})"
+    if not bad:
+        return Decision(True, merged, [["scontrol", "requeuehold", job_id], ["scontrol", "release", job_id]], [],
+                        f"{attempt} excluding nothing: no node meets the evidence rule yet; SLURM may place it on the "
+                        "same nodes, and an observation there again excludes the node")
     return Decision(True, merged,
                     [["scontrol", "requeuehold", job_id],
                      ["scontrol", "update", f"JobId={job_id}", f"ExcNodeList={merged}"],
                      ["scontrol", "release", job_id]], drain,
-                    f"requeued job {job_id} (attempt {restarts + 1} of at most {max_requeues + 1}) excluding "
-                    f"{merged}; SLURM places it on other nodes")
+                    f"{attempt} excluding {merged}; SLURM places it on other nodes")
 
 
 def line(command: Sequence[str]) -> str:
@@ -92,22 +98,31 @@ def requeue(decision: Decision, seconds: float) -> Optional[str]:
 
     ``requeuehold`` makes SLURM send the job's processes SIGTERM, this one too: it is ignored while the lines run
     (SLURM sends SIGKILL KillWait seconds later, 30 by default), so that the exclusion and the release are made.
-    A failed exclusion still releases the job (it runs again, on any nodes); a failed release says how to."""
+    A failed exclusion never goes on to the release: the job stays held without it, and the line says what to
+    run; a failed release says how to release it. A requeue that succeeded says so at once, with its decision's
+    message."""
     import signal
     import threading
 
     main = threading.current_thread() is threading.main_thread()
     before = signal.signal(signal.SIGTERM, signal.SIG_IGN) if main else None
     try:
-        hold, exclude, release = decision.commands
+        hold, *exclude, release = decision.commands
         failed = run(hold, seconds)
         if failed:
             return failed
-        failed = run(exclude, seconds)
+        for update in exclude:
+            failed = run(update, seconds)
+            if failed:
+                return (f"{failed}: the job is held without the exclusion; run `{line(update)} && {line(release)}`, "
+                        f"or cancel it (scancel {release[-1]})")
         released = run(release, seconds)
         if released:
             return f"{released}: the job is held; release it with `{line(release)}`"
-        return failed
+        # said now, SIGTERM still ignored: once released, srun ends this attempt's step (within KillWait), this
+        # process too, maybe before the job's own error line is printed
+        outbound.say(f"bootstrap: {decision.message}", err=True)
+        return None
     finally:
         if main:  # None: a handler not installed from Python; the default is the nearest Python can put back
             signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)

@@ -62,13 +62,13 @@ class PreflightError(BootstrapError):
 
 
 class BadNodeError(BootstrapError):
-    """This rank's host is listed in ``nodes.exclude_file`` (not expired, not ignored): it stops before the process
-    group (the message names the entry and, under SLURM, the ``--exclude`` to use)."""
+    """The evidence in ``nodes.exclude_file`` excludes this rank's node (not ignored): it stops before the process
+    group (the message names the evidence and, under SLURM, the ``--exclude`` to use)."""
 
 
 class RequeuedError(BootstrapError):
-    """With ``nodes.on_bad: requeue`` under sbatch, the job excluded its bad nodes and requeued itself: it ends
-    with ``exit_code`` (75, sysexits' EX_TEMPFAIL), and SLURM starts it again on other nodes."""
+    """With ``nodes.on_bad: requeue`` under sbatch, the job requeued itself, excluding the nodes the evidence
+    excludes (or none yet): it ends with ``exit_code`` (75, sysexits' EX_TEMPFAIL), and SLURM starts it again."""
 
     exit_code = 75
 

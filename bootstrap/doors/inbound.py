@@ -8,7 +8,9 @@ size limit, bytes that are not UTF-8, text that is not JSON or YAML, nesting dee
 recurse as deep), integers past Python's digit limit and pickles that would run code all
 end there. Key material is read only from a private regular file of this user's
 (:func:`read_private_bytes`), never through a link; NCCL's log of this process only from a regular file of
-this user's, never through a link, and only its whole lines (:func:`read_own_log_lines`). The typed values built on top
+this user's, never through a link, and only its whole lines (:func:`read_own_log_lines`); a file many users share
+(the bad-node ledger) never through a link, and only where every user who may have written it is trusted
+(:func:`read_shared_bytes`, :func:`shared_distrust`). The typed values built on top
 (:mod:`bootstrap.doors.records` for reports, :mod:`bootstrap.distributed.dumps` for flight-recorder
 dumps) check the shape of what these return.
 """
@@ -22,7 +24,7 @@ import pickle
 import stat
 import struct
 from pathlib import Path
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, Union
+from typing import AbstractSet, Any, Callable, Dict, FrozenSet, List, NoReturn, Optional, Tuple, Union
 
 StrPath = Union[str, "os.PathLike[str]"]  # a path as every reader here takes it
 MAX_TEXT_BYTES = 16 * 2**20  # a report or overrides.yaml is a few KiB; anything this large is not one
@@ -258,15 +260,16 @@ def read_pickled_data(path: StrPath, limit: int = MAX_DUMP_BYTES) -> Any:
     return bounded_depth(value, Path(path).name)
 
 
-def _read_open(path: StrPath, limit: int, flags: int, check: Callable[[os.stat_result, str], None]
-               ) -> Tuple[bytes, os.stat_result]:
-    """The bytes of the regular file opened at ``path`` with ``flags``, at most ``limit`` of them, and its status,
-    both from the one open file (``check`` refuses what its status shows)."""
+def _read_open(path: StrPath, limit: int, flags: int, check: Callable[[os.stat_result, str], None],
+               folder: Optional[int] = None) -> Tuple[bytes, os.stat_result]:
+    """The bytes of the regular file opened at ``path`` (in the open directory ``folder``, if given) with ``flags``,
+    at most ``limit`` of them, and its status, both from the one open file (``check`` refuses what its status
+    shows)."""
     name = Path(path).name
     try:  # O_NONBLOCK: a FIFO put in its place opens at once (and is refused below) instead of waiting for a writer
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | flags)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | flags, dir_fd=folder)
     except OSError as error:  # ELOOP: a link, with O_NOFOLLOW
-        reason = "a link" if error.errno == errno.ELOOP else (error.strerror or type(error).__name__)
+        reason = "a link, not followed" if error.errno == errno.ELOOP else (error.strerror or type(error).__name__)
         raise Unreadable(f"{name}: {reason}") from None
     try:
         info = os.fstat(fd)
@@ -304,11 +307,62 @@ def read_private_bytes(path: StrPath, limit: int, uid: Optional[int] = None) -> 
     return _read_open(path, limit, os.O_NOFOLLOW, private)[0]
 
 
-MAX_SHARED_BYTES = 4 * 2**20  # env.nodes.exclude_file: 10,000 entries of 400 bytes
+MAX_SHARED_BYTES = 4 * 2**20  # env.nodes.exclude_file: about 8,000 observations of 500 bytes
 
 
-def read_shared_bytes(path: StrPath, limit: int = MAX_SHARED_BYTES) -> Tuple[bytes, os.stat_result]:
-    """A file many jobs and users share (``env.nodes.exclude_file``): its bytes and its status (who may write it),
-    from the one open file. A link is followed (a shared path may be one) to a regular file only: a device
-    (``/dev/zero``), a FIFO, a directory or a file past ``limit`` is :class:`Unreadable`, before a byte is read."""
-    return _read_open(path, limit, 0, lambda info, name: None)
+def shared_distrust(info: os.stat_result, directory: os.stat_result, uid: int, groups: AbstractSet[int]
+                    ) -> Optional[str]:
+    """Why the lines of a file many users share (``env.nodes.exclude_file``) cannot be believed, from its status and
+    its directory's, or None. They are believed when every user who may have written them is one this user trusts:
+
+    - no other user may write it (mode ``o+w``), and its group may write it only where this user is in that group;
+    - it is this user's or root's, or a teammate's: its group is one of this user's (``groups``);
+    - a teammate's file lies in a directory that not every user may write (in ``/tmp``, anyone could have made it).
+    """
+    mode, owner = stat.S_IMODE(info.st_mode), info.st_uid
+    if mode & stat.S_IWOTH:
+        return f"every user may write it (mode {mode:o}): chmod o-w it"
+    if mode & stat.S_IWGRP and info.st_gid not in groups:
+        return (f"group {info.st_gid} may write it (mode {mode:o}), and this user (uid {uid}) is not in that group: "
+                "chmod g-w it, or give it a group of yours")
+    if owner in (uid, 0):
+        return None
+    if info.st_gid not in groups:
+        return (f"another user's (uid {owner}), of group {info.st_gid}, which this user (uid {uid}) is not in: "
+                "keep the list in a directory of your project's group")
+    if directory.st_mode & stat.S_IWOTH:
+        return (f"another user's (uid {owner}), in a directory every user may write (mode "
+                f"{stat.S_IMODE(directory.st_mode):o}), where anyone could have made it: keep the list in a directory "
+                "of your project's group")
+    return None
+
+
+def groups_of_this_process() -> FrozenSet[int]:
+    """The groups this process acts with: its effective group and its supplementary groups."""
+    return frozenset({os.getegid(), *os.getgroups()})
+
+
+def read_shared_bytes(path: StrPath, limit: int = MAX_SHARED_BYTES) -> Tuple[bytes, os.stat_result, os.stat_result]:
+    """A file many jobs and users share (``env.nodes.exclude_file``): its bytes, its status and its directory's, all
+    from open descriptors (the directory's, then the file's, opened in it without following a link). A link (one
+    another user planted could point at a file of yours, :func:`shared_distrust`), a device (``/dev/zero``), a FIFO,
+    a directory, a file past ``limit``, and a file whose writers this user does not trust (:func:`shared_distrust`)
+    are :class:`Unreadable`, each with its one-line reason, before a byte is read."""
+    where, name = os.path.split(os.fspath(path))
+    uid, groups = os.geteuid(), groups_of_this_process()
+    try:
+        folder = os.open(where or ".", os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise Unreadable(f"{name}: its directory: {error.strerror or type(error).__name__}") from None
+    try:
+        directory = os.fstat(folder)
+
+        def trusted(info: os.stat_result, shown: str) -> None:
+            why = shared_distrust(info, directory, uid, groups)
+            if why:
+                raise Unreadable(f"{shown}: not trusted: {why}")
+
+        data, info = _read_open(name, limit, os.O_NOFOLLOW, trusted, folder)
+    finally:
+        os.close(folder)
+    return data, info, directory

@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import functools
 import json
 import logging
 import os
 import re
+import stat
 import sys
 import tempfile
 import threading
@@ -267,8 +269,7 @@ def make_directory(path: Path) -> None:
     Path(path).mkdir(parents=True, exist_ok=True)
 
 
-def write_bytes(path: Path, data: bytes, *, prefix: Optional[str] = None, suffix: str = "",
-                mode: Optional[int] = None, sync: bool = False) -> None:
+def write_bytes(path: Path, data: bytes, *, prefix: Optional[str] = None, suffix: str = "") -> None:
     """Write ``data`` to a temporary file beside ``path``, then rename: readers never see half a file.
 
     Bytes are not cleaned: only the flight recorder's dumps (torch's own pickled data) and pictures (whose
@@ -279,10 +280,7 @@ def write_bytes(path: Path, data: bytes, *, prefix: Optional[str] = None, suffix
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            os.fchmod(f.fileno(), file_mode() if mode is None else mode)
-            if sync:  # a file other jobs read (env.nodes.exclude_file): on disk before it replaces the old one
-                f.flush()
-                os.fsync(f.fileno())
+            os.fchmod(f.fileno(), file_mode())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
@@ -299,14 +297,43 @@ def write_json(path: Path, data: Any) -> None:
     write_bytes(path, (to_json(data) + "\n").encode("utf-8"))
 
 
+def shared_mode(like: Optional[os.stat_result], directory: os.stat_result) -> int:
+    """The mode of a file beside a shared list (``like``: the list's status; None: none yet): the list's own, read and
+    write bits only; a new list in a directory its group may write is made group-writable (the directory says the
+    group shares it, whatever this user's umask), and never writable by every user."""
+    if like is not None:
+        return stat.S_IMODE(like.st_mode) & 0o666
+    return (file_mode() | (0o060 if directory.st_mode & stat.S_IWGRP else 0)) & ~0o002
+
+
+def _share(fd: int, mode: int, like: Optional[os.stat_result]) -> None:
+    os.fchmod(fd, mode)
+    if like is not None and os.fstat(fd).st_gid != like.st_gid:
+        os.fchown(fd, -1, like.st_gid)  # the list's group: every member who may write the list may take the lock
+
+
 @contextlib.contextmanager
-def locked(path: Path, seconds: float) -> Iterator[None]:
-    """Hold an exclusive lock (``fcntl.flock``) on the lock file ``path`` (made if absent, never through a link)
-    for the block, waiting at most ``seconds`` for another holder: TimeoutError past that."""
+def locked(path: Path, seconds: float, like: Optional[os.stat_result] = None,
+           directory: Optional[os.stat_result] = None) -> Iterator[None]:
+    """Hold an exclusive lock (``fcntl.flock``) on the lock file ``path`` for the block, waiting at most ``seconds``
+    for another holder: TimeoutError past that. The lock file is opened read-only (``flock`` takes an exclusive lock
+    through a read-only descriptor, so any member who may read it may take it, whoever made it) and never through a
+    link; one made here takes the mode and group of the file it guards (``like``, in ``directory``:
+    :func:`shared_mode`)."""
     import fcntl
 
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), file_mode())
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    mode = shared_mode(like, directory) if directory is not None else file_mode()
+    try:  # made with its mode (the umask may take bits away: set again below), so a member may read it at once
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, mode)
+        made = True
+    except FileExistsError:
+        fd, made = os.open(path, flags), False
     try:
+        if made:
+            _share(fd, mode, like)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{Path(path).name}: not a regular file")
         deadline = time.monotonic() + seconds
         while True:
             try:
@@ -319,6 +346,24 @@ def locked(path: Path, seconds: float) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def replace_shared(path: Path, data: bytes, like: Optional[os.stat_result], directory: os.stat_result) -> None:
+    """Replace a shared list (``env.nodes.exclude_file``) with ``data``: written whole beside it, with the list's
+    mode and group (:func:`shared_mode`), fsync'd, then renamed over it, so that a reader never sees half a file and
+    the list stays its group's. Bytes are not cleaned: each line was (``clean(..., one_line=True)``) when made."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            _share(f.fileno(), shared_mode(like, directory), like)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 # -- logs -------------------------------------------------------------------------------------

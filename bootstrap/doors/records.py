@@ -27,16 +27,8 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 
 from bootstrap.doors import inbound
 from bootstrap.doors.inbound import Unreadable
-from bootstrap.doors.statuses import (
-    AgreementStatus,
-    ComputeVerdict,
-    GroupOwner,
-    GroupState,
-    JobStatus,
-    PreflightStatus,
-    ProvenanceStatus,
-    Teardown,
-)
+from bootstrap.doors.statuses import (AgreementStatus, ComputeVerdict, GroupOwner, GroupState, JobStatus,
+                                      PreflightStatus, ProvenanceStatus, Teardown)
 from bootstrap.doors.torch_settings import SETTINGS
 from bootstrap.doors.typed import Count
 from bootstrap.doors.typed import Section as _Section
@@ -274,15 +266,19 @@ class PreflightFinding(_Section):
     #            | slow_link
     message: str
     ranks: List[Count] = field(default_factory=list)
+    against: List[float] = _when_set(factory=list)  # what each rank named was judged against (slow: the others')
 
 
 @_section
 class BadNode(_Section):
-    """One entry of ``preflight.bad_nodes``: a node a finding named, as ``bad_nodes.jsonl`` holds it."""
-    node: str
+    """One entry of ``preflight.bad_nodes``: a node a finding named, as ``bad_nodes.jsonl`` holds its observation."""
+    node: str  # the scheduler's name for it (SLURMD_NODENAME), else the kernel's host name
     reason: str  # the first finding's kind that named it (faulty | slow | ... | slow_link | absent)
     ranks: List[Count] = field(default_factory=list)
-    valid_until: Optional[str] = None  # kept out until (UTC), env.nodes.exclude_ttl_h after it was observed
+    valid_until: Optional[str] = None  # the observation counts as evidence until (UTC): env.nodes.exclude_ttl_h
+    evidence: Optional[str] = None  # hard (faulty, invalid: one observation excludes) | soft (docs/preflight.md)
+    excluded: Optional[bool] = None  # whether the evidence, this observation's and the ledger's, keeps it out now
+    note: Optional[str] = None  # why this observation does not count: systemic, or past env.nodes.max_per_job
 
 
 @_section
@@ -359,7 +355,8 @@ class Provenance(_Section):
     """``provenance``: where the job came from: the code, the packages, the host, the container, the driver."""
 
     status: ProvenanceStatus
-    host: Optional[str] = None  # the host's name: in every report, also with provenance off
+    host: Optional[str] = None  # the node's name (the scheduler's: SLURMD_NODENAME), in every report
+    kernel_host: Optional[str] = _when_set()  # the kernel's host name, where it is not the node's name
     git: Optional[Git] = None
     git_missing: Optional[str] = None  # why there is no `git`: no git on PATH, not a repository, timed out
     packages: Optional[Count] = None  # installed distributions

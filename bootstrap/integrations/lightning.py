@@ -24,7 +24,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from bootstrap.doors import outbound
-from bootstrap.doors.errors import PreflightError
+from bootstrap.doors.errors import BootstrapError
 from bootstrap.integrations import active_session
 
 
@@ -62,8 +62,8 @@ class BootstrapLogging(Callback):
             return
         try:  # every rank, now that Lightning's DDP has made its process group: the check it came too late for
             session.preflight_now()
-        except PreflightError as error:  # recorded and restored; one line on every rank, as at the job's start
-            outbound.stop(f"Error: {error}")
+        except BootstrapError as error:  # recorded and restored; one line on every rank, as at the job's start
+            outbound.stop(f"Error: {error}", getattr(error, "exit_code", 1))  # 1; a requeue's 75
         if self._logged is not None and self._logged() is session:
             return
         self._logged = weakref.ref(session)

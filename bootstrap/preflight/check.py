@@ -251,7 +251,8 @@ def _summarise(record: records.Preflight, world: Sequence[RankFigures], own: Ran
     record.busbw_gbps = statistics.median(seen_busbw) if seen_busbw else None
     record.slowest = _as_record(slowest) if slowest else None
     record.ranks = [_as_record(rank) for rank in _listed(world, own, slowest, findings)]
-    record.findings = [records.PreflightFinding(kind=f.kind, message=f.message, ranks=f.ranks) for f in findings]
+    record.findings = [records.PreflightFinding(kind=f.kind, message=f.message, ranks=f.ranks, against=f.against)
+                       for f in findings]
     ring = sorted(node_links.links(world) if node_links.measured_any(world) else [], key=lambda link: (link.gbps is None, link.gbps or 0.0))
     record.links = [records.PreflightLink(ranks=[link.a.leader, link.b.leader], hosts=[link.a.host, link.b.host],
                                           gbps=link.gbps) for link in ring[:MAX_RANKS_LISTED]]

@@ -51,6 +51,7 @@ class Finding:
     #            | slow_link
     message: str  # one line, naming the ranks, their hosts, the figure, what it was measured against, the fix
     ranks: List[int] = field(default_factory=list)  # the ranks named (at most MAX_NAMED)
+    against: List[float] = field(default_factory=list)  # what each named rank was judged against (slow: the others')
 
     @property
     def faulty(self) -> bool:
@@ -151,7 +152,7 @@ def _slow(figures: Sequence[RankFigures], max_skew: float) -> List[Finding]:
                                                   f"({_figure(r.tflops)} TFLOP/s against {_figure(medians[r.rank])})")
     return [Finding("slow", f"{text}, above {PRESET_KEY}.preflight.max_skew={max_skew:g}: another process on its "
                             f"CPUs or GPU, a throttling GPU (nvidia-smi -q -d PERFORMANCE), or a shared core?",
-                    [r.rank for r, _ in slow[:MAX_NAMED]])]
+                    [r.rank for r, _ in slow[:MAX_NAMED]], [m for _, m in slow[:MAX_NAMED] if m is not None])]
 
 
 def _low_compute(figures: Sequence[RankFigures], floor: Optional[float], device: str) -> List[Finding]:

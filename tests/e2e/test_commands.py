@@ -47,6 +47,7 @@ def _command(runs: Path) -> dict:
         "summary": ["summary", str(runs / "sweep")],
         "schema": ["schema"],
         "dryrun": ["dryrun", "--world", "16", "--nodes", "2", "--out", str(runs / "dryrun"), "env=cpu_debug"],
+        "nodes": ["nodes", str(runs / "bad_nodes.jsonl"), "--exclude", "node3", "--why", "a test"],
     }
 
 
@@ -71,6 +72,8 @@ def test_each_installed_command_runs_without_numpy_and_prints_no_numpy_warning(n
         assert done.returncode == 0 and "Variables" in done.stdout
     if name == "summary":
         assert done.returncode == 0 and "| **1** |" in done.stdout
+    if name == "nodes":
+        assert done.returncode == 0 and "node3 excluded by hand by " in done.stdout
 
 
 def test_bootstrap_doctor_and_python_dash_m_are_the_same_command(no_numpy):

@@ -397,8 +397,25 @@ def _names_rank1_slow(check: dict) -> bool:
     return found is not None and float(found.group(1)) > MAX_SKEW and [f["ranks"] for f in check["findings"]] == [[1]]
 
 
+def _recorded_its_node(run: AppRun, ledger: Path, on_bad: str) -> None:
+    """The one step after the preflight, as under torchrun (issue 45 section 4): each rank's report names rank 1's
+    node, rank 0 wrote bad_nodes.jsonl and added it to the ledger; one soft observation excludes nothing."""
+    for name in ("bootstrap.json", "bootstrap.rank1.json"):
+        check = run.report(name)["preflight"]
+        host = next(rank["host"] for rank in check["ranks"] if rank["rank"] == 1)
+        assert [(b["node"], b["reason"], b["ranks"], b["evidence"], b["excluded"]) for b in check["bad_nodes"]] == \
+            [(host, "slow", [1], "soft", False)], check
+        assert check["on_bad"] == on_bad, check
+    (observed,) = [json.loads(line) for line in run.file("bad_nodes.jsonl").read_text().splitlines()]
+    assert (observed["node"], observed["reason"], observed["ranks"]) == (host, "slow", [1])
+    assert [json.loads(line) for line in ledger.read_text().splitlines()] == [observed]
+    assert not (run.out_dir / "exclude.txt").exists()
+
+
 def test_ddp_a_slow_rank_is_named_and_stops_every_rank_before_fit_under_error(tmp_path):
-    run = run_pinned_ddp(tmp_path, CALLBACK, "env.preflight.mode=error", loops=SLOW)
+    ledger = tmp_path / "bad_nodes.jsonl"
+    run = run_pinned_ddp(tmp_path, CALLBACK, "env.preflight.mode=error", f"env.nodes.exclude_file={ledger}",
+                         loops=SLOW)
     output = run.stdout + run.stderr
     assert run.returncode == 1 and "fit starts" not in output and "Traceback" not in output, run.tail()
     assert output.count("Error: preflight: rank 1 (") == 2, run.tail()  # one line from each rank
@@ -409,10 +426,14 @@ def test_ddp_a_slow_rank_is_named_and_stops_every_rank_before_fit_under_error(tm
         assert _names_rank1_slow(check), (name, check)
         assert "checked once the framework had made its process group" in check["note"]
         assert check["findings"][0]["message"] in report["job"]["error"]
+        assert "\nbad nodes: observed, not excluded: " in report["job"]["error"]
+    _recorded_its_node(run, ledger, "stopped")
 
 
 def test_ddp_a_slow_rank_is_named_on_every_rank_under_warn_and_the_job_trains(tmp_path):
-    run = run_pinned_ddp(tmp_path, CALLBACK, "env.preflight.mode=warn", loops=SLOW)
+    ledger = tmp_path / "bad_nodes.jsonl"
+    run = run_pinned_ddp(tmp_path, CALLBACK, "env.preflight.mode=warn", f"env.nodes.exclude_file={ledger}",
+                         loops=SLOW)
     assert_ok(run)
     for name in ("bootstrap.json", "bootstrap.rank1.json"):
         report = run.report(name)
@@ -421,6 +442,7 @@ def test_ddp_a_slow_rank_is_named_on_every_rank_under_warn_and_the_job_trains(tm
         assert _names_rank1_slow(check), (name, check)
         assert f"preflight: {check['findings'][0]['message']}" in report["warnings"]
         assert report["timings"]["preflight_s"] == check["seconds"] > 0
+    _recorded_its_node(run, ledger, "recorded")
 
 
 NEVER_COMPARED = "preflight: env.preflight.mode=warn was asked for, but the ranks were never compared"

@@ -28,17 +28,20 @@ def _peak_rss(tmp_path: Path) -> tuple:
     return (sys.executable, str(PEAK_RSS), str(out)), out
 
 
-@pytest.mark.parametrize("craft, said", [
-    ("nan", "rank 1 ({host}) sent tflops=nan (not a number)"),
-    ("inf", "rank 1 ({host}) sent tflops=inf (not a number)"),
-    ("zero", "rank 1 ({host}) sent tflops=0 (a measured figure is above 0)"),
-    ("long", "rank 1 ({host}) sends record version 2 of 123 bytes, and this rank version 2 of 115 bytes"),
-    ("version", "rank 1 ({host}) sends record version 3 of 115 bytes, and this rank version 2 of 115 bytes"),
-    ("v1", "rank 1 (?) sent no header this version knows"),
+@pytest.mark.parametrize("craft, kind, said", [
+    ("nan", "invalid", "rank 1 ({host}) sent tflops=nan (not a number)"),
+    ("inf", "invalid", "rank 1 ({host}) sent tflops=inf (not a number)"),
+    ("zero", "invalid", "rank 1 ({host}) sent tflops=0 (a measured figure is above 0)"),
+    ("long", "invalid", "rank 1 ({host}) sends record version 2 of 123 bytes, and this rank version 2 of 115 bytes"),
+    ("version", "invalid", "rank 1 ({host}) sends record version 3 of 115 bytes, and this rank version 2 of 115 bytes"),
+    ("v1", "invalid", "rank 1 (?) sent no header this version knows"),
+    ("wrong", "faulty", "rank 1 ({host}): a wrong answer in a matmul checked against float64"),
 ])
-def test_a_crafted_record_is_one_clean_finding_on_every_rank(tmp_path, craft, said):
+def test_a_crafted_record_is_one_clean_finding_on_every_rank(tmp_path, craft, kind, said):
+    ledger = tmp_path / "shared" / "bad_nodes.jsonl"
+    ledger.parent.mkdir()
     proc, runs, _ = _torchrun(tmp_path, "env.preflight.mode=error", "env.preflight.min_tflops=0.000001",
-                              script=APP_DIR / "crafted.py", CRAFTED_RECORD=craft)
+                              f"env.nodes.exclude_file={ledger}", script=APP_DIR / "crafted.py", CRAFTED_RECORD=craft)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "trained with" not in output, output[-3000:]
     # each rank left with its Error: line (1), or was stopped by torchrun once the other had (SIGTERM: -15, or 143
@@ -51,9 +54,20 @@ def test_a_crafted_record_is_one_clean_finding_on_every_rank(tmp_path, craft, sa
         check = report["preflight"]
         assert report["job"]["status"] == "check_failed" and check["status"] == "faulty", check
         (finding,) = check["findings"]
-        assert (finding["kind"], finding["ranks"]) == ("invalid", [1])
+        assert (finding["kind"], finding["ranks"]) == (kind, [1])
         assert finding["message"].startswith(said.format(host=host)), finding["message"]
+        # figures no measurement gives, or a wrong answer: hard evidence, its node excluded at once; a peer of another
+        # version sent no figures (only its header): it names no node (a build to fix, not a node to keep out)
+        named = [(b["node"], b["evidence"], b["excluded"]) for b in check["bad_nodes"]]
+        assert named == ([] if craft in ("long", "version", "v1") else [(host, "hard", True)]), check
     assert output.count(f"Error: preflight: {said.format(host=host)}") >= 2  # one line from each rank
+    if craft in ("nan", "wrong"):  # the ledger: the next job on this node stops before its group
+        assert (tmp_path / "run" / "exclude.txt").read_text() == f"{host}\n"
+        from bootstrap.core import nodes, schema
+
+        preset = schema.load({"nodes": {"exclude_file": str(ledger)}})
+        refusal = nodes.at_start(preset, "env", [], host)
+        assert refusal is not None and f"this node {host} is excluded: {kind} in job " in refusal.message
 
 
 def test_under_warn_a_crafted_record_is_recorded_and_the_job_trains(tmp_path):

@@ -6,6 +6,7 @@ record it sends) or ``header`` (what it announces first), so that rank 1 sends, 
 collectives, bytes another build or a broken rank would send:
 
 - ``nan``, ``inf``, ``zero``: its matmul's TFLOP/s as that figure;
+- ``wrong``: its matmul's result as wrong (``Compute.WRONG``), as a faulty GPU's check reports it;
 - ``long``: its record 8 bytes longer (as a build with one more figure would send); ``version``: version 3;
 - ``v1``: version 1's 98-byte record where the header goes, as a build before issue 37 sends it.
 """
@@ -28,6 +29,8 @@ def _crafted(own: figures.RankFigures) -> bytes:
         fields[4] = {"nan": float("nan"), "inf": float("inf"), "zero": 0.0}[CRAFT]
     if CRAFT == "version":
         fields[0] = 3
+    if CRAFT == "wrong":
+        fields[2] = int(figures.Compute.WRONG)
     return figures.LAYOUT.pack(*fields) + (b"\0" * 8 if CRAFT == "long" else b"")
 
 

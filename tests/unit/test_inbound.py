@@ -176,3 +176,38 @@ def test_a_start_environment_is_read_strictly_and_absent_safely(tmp_path):
     assert inbound.read_start_environ(tmp_path / "absent") is None  # not Linux: as before the file was read
     path.write_bytes(b"A=" + b"x" * inbound.MAX_ENVIRON_BYTES)
     assert inbound.read_start_environ(path) is None
+
+
+# -- a file many users share (env.nodes.exclude_file) --------------------------------------------------------------
+def _status(mode, uid=1000, gid=100):
+    return os.stat_result((mode, 1, 1, 1, uid, gid, 0, 0, 0, 0))
+
+
+DIRECTORY = _status(stat.S_IFDIR | 0o2775)
+
+
+@pytest.mark.parametrize("file, directory, why", [
+    (_status(0o100644), DIRECTORY, None),  # this user's own
+    (_status(0o100664, uid=0), DIRECTORY, None),  # root's, its group ours
+    (_status(0o100664, uid=1001), DIRECTORY, None),  # a teammate's, in our group's directory
+    (_status(0o100644, uid=1001), DIRECTORY, None),  # a teammate's that only they write
+    (_status(0o100666), DIRECTORY, "every user may write it (mode 666)"),
+    (_status(0o100664, gid=200), DIRECTORY, "group 200 may write it (mode 664), and this user (uid 1000) is not"),
+    (_status(0o100644, uid=1001, gid=200), DIRECTORY, "another user's (uid 1001), of group 200, which this user"),
+    (_status(0o100644, uid=1001), _status(stat.S_IFDIR | 0o1777), "in a directory every user may write (mode 1777)"),
+    (_status(0o100644), _status(stat.S_IFDIR | 0o1777), None),  # ours, in /tmp: ours whoever else writes there
+])
+def test_a_shared_file_is_believed_only_when_every_user_who_may_have_written_it_is_trusted(file, directory, why):
+    found = inbound.shared_distrust(file, directory, 1000, frozenset({100}))
+    assert (found is None) if why is None else (why in found and "\n" not in found), found
+
+
+def test_a_shared_file_is_read_from_descriptors_never_through_a_link(tmp_path):
+    path = tmp_path / "bad_nodes.jsonl"
+    path.write_bytes(b"{}\n")
+    data, info, directory = inbound.read_shared_bytes(path)
+    assert data == b"{}\n" and stat.S_ISREG(info.st_mode) and stat.S_ISDIR(directory.st_mode)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(path)
+    with pytest.raises(Unreadable, match="^link.jsonl: a link, not followed$"):
+        inbound.read_shared_bytes(link)

@@ -222,7 +222,8 @@ def _driver_version(sweep: Path) -> str:
 
 
 def _exclusion_file(sweep: Path) -> str:
-    """The shared exclusion file (env.nodes.exclude_file), any user's lines (bootstrap.core.nodes)."""
+    """The shared ledger (env.nodes.exclude_file), any user's lines (bootstrap.core.nodes): a refusal on hard
+    evidence, and the lines dropped."""
     import json
 
     from bootstrap.core import nodes
@@ -233,7 +234,8 @@ def _exclusion_file(sweep: Path) -> str:
              "valid_until": "2099-01-01T00:00:00Z"}
     shared.write_text("\n".join([
         json.dumps({**entry, "reason": f"slow\n{FORGED}"}), json.dumps({**entry, "node": f"h\n{FORGED}"}),
-        json.dumps({**entry, "job_id": f"1\n{FORGED} password={PLANTED['preflight']}", "message": f"\n{FORGED}"}),
+        json.dumps({**entry, "reason": "faulty", "job_id": f"1\n{FORGED} password={PLANTED['preflight']}",
+                    "message": f"\n{FORGED}"}),
         f"\x1b[2J{FORGED} token={PLANTED['provenance']}"]) + "\n")
     warnings: list = []
     refusal = nodes.at_start(EnvConfig(nodes=Nodes(exclude_file=str(shared), exclude_ttl_h=10**6)), "env", warnings,
@@ -361,7 +363,7 @@ READERS_OF_OTHERS_DATA = {
                                            "fabric findings: 'NCCL's logs judged by the fabric rules'",
     "bootstrap/fabric/suggest.py": "/sys's RDMA devices (names, link layers): 'NCCL's logs judged by the "
                                              "fabric rules'",
-    "bootstrap/distributed/badnodes.py": "the shared exclusion file's lines: 'the shared exclusion file'",
+    "bootstrap/distributed/ledger.py": "the bad-node ledger's lines: 'the shared exclusion file'",
     "bootstrap/pictures/preflight.py": "the picture rank 0 sends its own drawing process on stdin: not others' data "
                                        "(cleaned when sent; its texts cleaned again when saved, canvas.save)",
 }

@@ -38,6 +38,18 @@ def test_the_loop_stops_at_max_requeues_naming_every_node_it_excluded():
     assert "--exclude=node[2-4]" in decision.message
 
 
+def test_soft_evidence_that_excludes_no_node_requeues_the_job_as_it_is():
+    decision = requeue.decide("12", [], "node[2,5]", 0, 2, "slow")
+    assert decision.requeue and decision.drain == []
+    assert decision.commands == [["scontrol", "requeuehold", "12"], ["scontrol", "release", "12"]]  # no update
+    assert decision.excluded == "node[2,5]"  # the job's own, untouched
+    assert decision.message == ("requeued job 12 (attempt 1 of at most 3) excluding nothing: no node meets the "
+                                "evidence rule yet; SLURM may place it on the same nodes, and an observation there "
+                                "again excludes the node")
+    stop = requeue.decide("12", [], "", 2, 2, "slow")
+    assert not stop.requeue and "Excluded: nothing; resubmit, or raise env.nodes.max_requeues" in stop.message
+
+
 def test_max_requeues_zero_never_requeues():
     assert not requeue.decide("12", ["node4"], "", 0, 0, "slow").requeue
 
