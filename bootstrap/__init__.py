@@ -22,6 +22,7 @@ from bootstrap.doors.errors import (
     MismatchError,
     PreflightError,
     RequeuedError,
+    WatchError,
 )
 from bootstrap.doors.statuses import JobStatus
 
@@ -42,7 +43,7 @@ __all__ = [
     "EnvConfig",
     # what a job stops with
     "BootstrapError", "ConfigError", "MismatchError", "LintError", "DisagreementError", "PreflightError",
-    "BadNodeError", "RequeuedError",
+    "BadNodeError", "RequeuedError", "WatchError",
 ]
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 import stat
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
 from bootstrap.core import report
 from bootstrap.distributed import badnodes, requeue
@@ -95,18 +95,74 @@ def after_preflight(preset: EnvConfig, plan: Plan, checked: records.Preflight, s
                     slurm[0] if slurm else None)
 
 
+def after_watch(preset: EnvConfig, plan: Plan, findings: Sequence[Any], key: str, warnings: List[str],
+                environ: Mapping[str, str] = os.environ) -> Optional[BootstrapError]:
+    """The watch's findings (``kind``, ``message``, ``ranks`` and ``hosts``, as ``records.PreflightFinding`` with
+    hosts) as observations of kind ``watch_<kind>``: rank 0 adds them to ``bad_nodes.jsonl`` and ``exclude.txt``
+    and appends them to the shared file; returns what the job raises under ``env.watch.mode=error``, where
+    ``env.nodes.on_bad`` applies as after the preflight. Soft evidence (issue 47 weighs it); a finding that names
+    no node (every rank slowed at once) records nothing."""
+    from bootstrap.doors.errors import WatchError
+
+    wanted, now, watched = preset.nodes, _now(), preset.watch
+    slurm = slurm_attempt(environ)
+    observed, until = badnodes.stamp(now), badnodes.stamp(now + timedelta(hours=wanted.exclude_ttl_h))
+    against = {"threshold": watched.threshold, "consecutive": watched.consecutive, "window_s": watched.window_s}
+    by_node: Dict[str, badnodes.Entry] = {}
+    for finding in findings:
+        for rank, host in zip(finding.ranks, finding.hosts, strict=False):
+            if not badnodes.HOST.fullmatch(host or ""):
+                continue
+            entry = by_node.setdefault(host, badnodes.Entry(
+                host, f"watch_{finding.kind}", observed, until, slurm[0] if slurm else plan.launch.job_id,
+                slurm[1] if slurm else 0, against=against, message=finding.message))
+            if f"watch_{finding.kind}" not in entry.kinds:
+                entry.kinds.append(f"watch_{finding.kind}")
+            if rank not in entry.ranks:
+                entry.ranks.append(rank)
+    entries = list(by_node.values())
+    if entries and plan.launch.rank == 0:
+        _write(plan, wanted.exclude_file, entries, now, wanted.exclude_ttl_h, preset.distributed.timeout_s, key,
+               warnings, append=True)
+    if watched.mode.value != "error" or not findings:
+        return None
+    stop = "\n".join(f"watch: {finding.message}" for finding in findings)
+    if not entries:
+        return WatchError(stop)
+    named = f"{stop}\nbad nodes: {badnodes.exclude_text(e.node for e in entries)} (exclude.txt in the job's directory)"
+    if wanted.on_bad.value != "requeue" or plan.launch.rank != 0:
+        return WatchError(named)
+    done = _requeue(preset, records.Preflight(), named, [e.node for e in entries], entries[0].reason, key, warnings,
+                    slurm[0] if slurm else None)
+    return done if isinstance(done, RequeuedError) else WatchError(str(done.args[0]))
+
+
 def _write(plan: Plan, shared: Optional[str], entries: List[badnodes.Entry], now: datetime, ttl_h: float,
-           timeout_s: float, key: str, warnings: List[str]) -> None:
+           timeout_s: float, key: str, warnings: List[str], append: bool = False) -> None:
+    """``append``: after the ones the job's directory holds already (the preflight's, the watch's earlier)."""
     cleaned = [outbound.clean(entry.to_json(), one_line=True) for entry in entries]  # secrets masked
     lines = "".join(line + "\n" for line in cleaned)
     if plan.output_dir:
-        outbound.write_text(Path(plan.output_dir) / badnodes.RECORD_NAME, lines)
-        outbound.write_text(Path(plan.output_dir) / badnodes.EXCLUDE_NAME,
-                            badnodes.exclude_text(e.node for e in entries) + "\n")
+        record, excluded = Path(plan.output_dir) / badnodes.RECORD_NAME, Path(plan.output_dir) / badnodes.EXCLUDE_NAME
+        hosts = [e.node for e in entries]
+        if append:
+            earlier = _text(record)
+            lines = earlier + lines
+            hosts = [e.node for e in badnodes.parse(earlier.encode(), now).entries] + hosts
+        outbound.write_text(record, lines)
+        outbound.write_text(excluded, badnodes.exclude_text(dict.fromkeys(hosts)) + "\n")
     if shared is not None:
         failed = append_shared(Path(shared), cleaned, now, ttl_h, timeout_s)
         if failed:
             report.warn(warnings, f"{key}.nodes.exclude_file: the bad nodes were not added: {failed}")
+
+
+def _text(path: Path) -> str:
+    """A file of the job's own directory that this job wrote, or nothing."""
+    try:
+        return inbound.read_text(path)
+    except inbound.Unreadable:
+        return ""
 
 
 def append_shared(path: Path, lines: List[str], now: datetime, ttl_h: float, timeout_s: float) -> Optional[str]:
