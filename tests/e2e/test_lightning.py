@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import clean_env, cores
+from conftest import clean_env, cores, end_listed
 
 # Looked up, not imported (importing lightning costs seconds). Missing, it fails every test
 # here rather than skipping them: the `lightning` extra is part of the test command.
@@ -367,7 +367,7 @@ if os.environ.get("LOCAL_RANK") == "1" and "RANK" not in os.environ:  # the rank
 """
 
 
-def run_pinned_ddp(tmp_path: Path, *args: str, loops: int = 0) -> AppRun:
+def run_pinned_ddp(tmp_path: Path, *args: str, loops: int = 0, **env: str) -> AppRun:
     """The app under DDP with rank 0 alone on CPU 0 and rank 1 on CPU 1, where ``loops`` busy processes share its
     core: a rank slowed for real (design.md section 7). Lightning starts rank 1 with rank 0's affinity, so a
     ``sitecustomize`` moves it to CPU 1 as it starts; rank 1 starts the loops just before fit
@@ -380,21 +380,36 @@ def run_pinned_ddp(tmp_path: Path, *args: str, loops: int = 0) -> AppRun:
         try:
             return run_app(tmp_path / "run", *BOOTSTRAP, *DDP, "env.threads.intra_op=1",
                            f"env.preflight.max_skew={MAX_SKEW}", *args, prefix=("taskset", "-c", "0"),
-                           APP_RANK1_BUSY_LOOPS=f"{loops}:{pids}",
+                           APP_RANK1_BUSY_LOOPS=f"{loops}:{pids}", **env,
                            PYTHONPATH=os.pathsep.join(filter(None, [str(pin), os.environ.get("PYTHONPATH")])))
         finally:
-            for pid in (pids.read_text().split() if pids.exists() else []):
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            assert loops == 0 or len(pids.read_text().split()) == loops, "rank 1 did not start its busy loops"
+            assert loops == 0 or len(end_listed(pids)) == loops, "rank 1 did not start its busy loops"
 
 
 def _names_rank1_slow(check: dict) -> bool:
     found = re.search(r"rank 1 \(.+?\) is ([0-9.]+)x slower than the other ranks' median", " ".join(
         finding["message"] for finding in check["findings"]))
     return found is not None and float(found.group(1)) > MAX_SKEW and [f["ranks"] for f in check["findings"]] == [[1]]
+
+
+def test_ddp_a_rank_slowed_mid_fit_is_named_by_the_watch_through_the_callback_alone(tmp_path):
+    """Issue 48: BootstrapLogging marks every training batch on every rank; rank 1 gets 2 busy loops on its core 6 s
+    into fit (a third of the core: 3x slower), and the watch names it under cpu_debug's thresholds, within
+    consecutive + 1 windows, while both ranks train on to the end (warn)."""
+    window_s, consecutive = 1.0, 3
+    run = run_pinned_ddp(tmp_path, CALLBACK, f"env.watch.window_s={window_s}", "trainer.max_epochs=-1",
+                         "+trainer.max_time=00:00:00:20", loops=2, APP_RANK1_BUSY_AFTER_S="6")
+    assert_ok(run)
+    slowed_at = float(re.search(r"rank 1 slowed at ([0-9.]+) s", run.file("app.rank1.log").read_text()).group(1))
+    reports = [run.report("bootstrap.json"), run.report("bootstrap.rank1.json")]
+    watch = reports[0]["watch"]
+    (finding,) = watch["findings"]
+    assert (finding["kind"], finding["ranks"]) == ("slow", [1]), watch
+    slowed_window = int(slowed_at // window_s)
+    assert slowed_window <= finding["since_window"] and finding["window"] - slowed_window + 1 <= consecutive + 1
+    assert reports[1]["watch"]["findings"] == watch["findings"]
+    assert all(report["job"]["status"] == "completed" and report["watch"]["steps"] > 0 for report in reports)
+    print(f"Lightning: named after {finding['window'] - slowed_window + 1} windows of {window_s:g} s")
 
 
 def test_ddp_a_slow_rank_is_named_and_stops_every_rank_before_fit_under_error(tmp_path):

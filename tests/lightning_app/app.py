@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import subprocess
+import time
 from typing import Any, Dict, Union
 
 import hydra
@@ -32,10 +33,29 @@ def train(cfg: DictConfig) -> Dict[str, Any]:
     model = Regressor(features=cfg.data.features, **cfg.model)
     # as lightning-hydra-template does: each entry of `callbacks` is instantiated (+callbacks.NAME._target_=...)
     callbacks = [hydra.utils.instantiate(c) for c in cfg.callbacks.values()]
+    if os.environ.get("APP_RANK1_BUSY_AFTER_S"):
+        callbacks.append(_SlowRank1Later(float(os.environ["APP_RANK1_BUSY_AFTER_S"])))
     trainer = L.Trainer(**OmegaConf.to_container(cfg.trainer, resolve=True), callbacks=callbacks)
-    _slow_rank1()
+    if not os.environ.get("APP_RANK1_BUSY_AFTER_S"):
+        _slow_rank1()
     trainer.fit(model, datamodule=datamodule)
     return dict(trainer.callback_metrics)
+
+
+class _SlowRank1Later(L.Callback):
+    """With ``APP_RANK1_BUSY_AFTER_S=S`` (tests/e2e/test_lightning.py's rank slowed mid-run): rank 1 starts the busy
+    loops of ``APP_RANK1_BUSY_LOOPS`` S seconds after its first training batch, and logs when."""
+
+    def __init__(self, after_s: float):
+        self.after_s, self.first = after_s, None
+
+    def on_train_batch_end(self, trainer: Any, *args: Any) -> None:
+        now = time.monotonic()
+        self.first = self.first if self.first is not None else now
+        if self.after_s and now - self.first >= self.after_s:
+            self.after_s = 0.0
+            _slow_rank1()
+            log.info("rank %s slowed at %.2f s", os.environ.get("LOCAL_RANK", "0"), now - self.first)
 
 
 def _slow_rank1() -> None:
