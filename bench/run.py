@@ -23,6 +23,8 @@ check it still executes (CI does this); it and --only write nothing unless --out
  16 trackers         the MLflow, W&B and Lightning integrations' share of a job, with vs without each; the MLflow
                      provider's import (bench/bench_trackers.py; a tracker not installed is skipped, saying so)
  17 dryrun           `bootstrap dryrun` for 1,024, 4,096 and 16,384 ranks: time and peak memory (bench/bench_dryrun.py)
+ 18 watch            torchrun 2 ranks of DDP: the watch's share of a step (on vs off, and its own time a window), and
+                     its findings on 10 healthy pinned runs under cpu_debug's thresholds (bench/bench_watch.py)
 """
 
 from __future__ import annotations
@@ -528,6 +530,9 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("dryrun", "linearity", "≤ 1.5 (planning time per rank at 16,384 ranks vs 1,024; 1 is linear)",
      lambda v: v <= 1.5),
     ("dryrun", "memory_ratio", "≤ 1.5 (peak memory at 16,384 ranks vs 1,024)", lambda v: v <= 1.5),
+    ("watch", "share_at_default_window", "≤ 0.005 of a step at the default 60 s window (its thread's time a window "
+     "and a step's mark)", lambda v: v <= 0.005),
+    ("watch", "runs_with_a_finding", "0 healthy runs of 10 with a finding (cpu_debug's thresholds)", lambda v: v == 0),
 ]
 
 
@@ -786,6 +791,12 @@ def explain(results: dict) -> list:
     return notes or ["Every target is met."]
 
 
+def watch(work: Path, quick: bool) -> dict:
+    from bench_watch import watch as measure
+
+    return measure(quick, work)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="each benchmark once, small: does it still run?")
@@ -793,7 +804,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*",
                         help="run only these: startup threads oversubscription peers multirun gpu lightning "
                              "lint flight_recorder hang_scale summary_scale agreement preflight scale provenance "
-                             "trackers dryrun")
+                             "trackers dryrun watch")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick or --only)")
     args = parser.parse_args(argv)
@@ -824,6 +835,7 @@ def main(argv=None) -> int:
         "provenance": lambda: provenance(work / "15", repeats, min(steps, 20)),
         "trackers": lambda: trackers(work / "16", args.quick),
         "dryrun": lambda: dryrun(args.quick),
+        "watch": lambda: watch(work / "18", args.quick),
     }
     results = {}
     try:

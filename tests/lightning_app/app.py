@@ -54,8 +54,9 @@ class _SlowRank1Later(L.Callback):
         self.first = self.first if self.first is not None else now
         if self.after_s and now - self.first >= self.after_s:
             self.after_s = 0.0
-            _slow_rank1()
-            log.info("rank %s slowed at %.2f s", os.environ.get("LOCAL_RANK", "0"), now - self.first)
+            if os.environ.get("LOCAL_RANK") == "1":
+                _slow_rank1()
+                log.info("rank 1 slowed at %.2f s", now - self.first)
 
 
 def _slow_rank1() -> None:

@@ -344,3 +344,25 @@ def test_a_window_costs_the_store_and_rank_0_linearly_in_the_ranks_and_no_collec
     assert large["rank0_reads_bytes"] == 16 * small["rank0_reads_bytes"] and large["bytes_per_rank"] == 118
     assert large["store_ops"] / small["store_ops"] <= 16 and large["store_ops_rank0"] == small["store_ops_rank0"]
     assert per_window(8, 1, links=True)["probe_bytes"] == 0  # one node: no link
+
+
+@pytest.mark.extra("plot")
+def test_the_picture_draws_each_lane_s_scores_over_time_and_marks_the_lanes_named(tmp_path):
+    from bootstrap.pictures import canvas
+    from bootstrap.pictures import watch as drawing
+
+    drawn = series.Series(100)
+    for n in range(6):
+        drawn.add(2.0 * (n + 1), [(rank, 0.3 if rank == 97 and n >= 3 else 0.9, 1.0) for rank in range(100)])
+    slow = WatchFinding(kind="slow", message="rank 97 (node25) is slow", ranks=[97], hosts=["node25"])
+    shown = series.picture(drawn, [slow], threshold=0.5, device="cpu")
+    assert len(shown.lanes) == 40 and shown.named == [series.lane_of(97, 100)] and shown.title.endswith(": slow")
+    figure = drawing.figure(drawing.read(json.loads(json.dumps(shown.to_json()))))
+    (relative,) = [artist for artist in figure.findobj() if artist.get_gid() == "relative"]
+    values = relative.get_array().reshape(40, 6)
+    assert values[series.lane_of(97, 100)].tolist() == pytest.approx([0.9, 0.9, 0.9, 0.3, 0.3, 0.3])
+    assert values.min() == pytest.approx(0.3) and sorted(set(values.flatten().round(2))) == [0.3, 0.9]
+    canvas.save(figure, tmp_path / "watch.png")
+    assert (tmp_path / "watch.png").read_bytes().startswith(b"\x89PNG")
+    with pytest.raises(Exception, match="41 lanes"):
+        drawing.read({**shown.to_json(), "lanes": ["x"] * 41})
