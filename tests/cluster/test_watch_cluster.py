@@ -56,10 +56,11 @@ def test_a_throttled_link_then_a_slowed_node_are_each_named_with_node3_s_host(cl
         assert (finding["ranks"], finding["hosts"]) == ([2], [slow.name]), finding
     link_at = float(mark.read_text())
     slowed_at = reports[2]["job"]["metrics"]["slowed_at_s"]
-    # a link is timed at the end of each window: the window that ended just after the shaping already saw it
-    for finding, began, early in ((by_kind["slow_link"], link_at, 1), (by_kind["slow"], slowed_at, 0)):
+    # the app's clock starts a step before the watch's, a link is timed at the end of each window, and a starved
+    # rank measures its window late: the window before the one the change began in may already see it
+    for finding, began in ((by_kind["slow_link"], link_at), (by_kind["slow"], slowed_at)):
         began_window = int(began // WINDOW_S)
-        assert began_window - early <= finding["since_window"] and \
+        assert began_window - 1 <= finding["since_window"] and \
             finding["window"] - began_window + 1 <= CONSECUTIVE + 1, (began, finding)
         print(f"{finding['kind']}: named after {finding['window'] - began_window + 1} windows")
     assert f"node {slow.name}" in by_kind["slow_link"]["message"]

@@ -393,24 +393,26 @@ def _names_rank1_slow(check: dict) -> bool:
 
 
 def test_ddp_a_rank_slowed_mid_fit_is_named_by_the_watch_through_the_callback_alone(tmp_path):
-    """Issue 48: BootstrapLogging marks every training batch on every rank; rank 1 gets 8 busy loops on its core 8 s
-    into fit (each a session of its own: with 2, rank 1 kept 58 % of its core and slowed 1.1x; with 8, about 3x),
-    and the watch names it under cpu_debug's thresholds, within
-    consecutive + 1 windows, while both ranks train on to the end (warn)."""
+    """Issue 48: BootstrapLogging marks every training batch on every rank; rank 1 gets 4 busy loops on its core 8 s
+    into fit (in its own session: a fifth of the core left), and the watch names it under cpu_debug's thresholds,
+    within consecutive + 1 windows, while both ranks train on to the end (warn). Rank 1's loops share the ranks'
+    autogroup, so whatever else runs on CPU 0 slows rank 0 too (measured up to 2x here): a finding that every rank
+    slowed at once, naming no rank, may come beside it; no finding names rank 0."""
     window_s, consecutive = 1.0, 3
     # a step of tens of ms (the app's default model trains in a few): a step's own work longer than a scheduler slice
     model = ("model.hidden=1024", "data.features=512", "data.batch_size=256", "data.n=8192")
     run = run_pinned_ddp(tmp_path, CALLBACK, f"env.watch.window_s={window_s}", "trainer.max_epochs=-1", *model,
-                         "+trainer.max_time=00:00:00:30", loops=8, APP_RANK1_BUSY_AFTER_S="8")
+                         "+trainer.max_time=00:00:00:30", loops=4, APP_RANK1_BUSY_AFTER_S="8")
     assert_ok(run)
     slowed_at = float(re.search(r"rank 1 slowed at ([0-9.]+) s", run.stdout + run.stderr).group(1))
     reports = [run.report("bootstrap.json"), run.report("bootstrap.rank1.json")]
     watch = reports[0]["watch"]
-    assert len(watch["findings"]) == 1, json.dumps(watch)[:8000]
-    (finding,) = watch["findings"]
-    assert (finding["kind"], finding["ranks"]) == ("slow", [1]), watch
+    slow = [finding for finding in watch["findings"] if finding["kind"] == "slow"]
+    assert len(slow) == 1 and {r for f in watch["findings"] for r in f["ranks"]} == {1}, json.dumps(watch)[:8000]
+    (finding,) = slow
+    assert finding["ranks"] == [1], finding
     slowed_window = int(slowed_at // window_s)
-    assert slowed_window <= finding["since_window"] and finding["window"] - slowed_window + 1 <= consecutive + 1
+    assert slowed_window - 1 <= finding["since_window"] and finding["window"] - slowed_window + 1 <= consecutive + 1
     assert reports[1]["watch"]["findings"] == watch["findings"]
     assert all(report["job"]["status"] == "completed" and report["watch"]["steps"] > 0 for report in reports)
     print(f"Lightning: named after {finding['window'] - slowed_window + 1} windows of {window_s:g} s")

@@ -43,8 +43,10 @@ def train(cfg: DictConfig) -> Dict[str, Any]:
 
 
 class _SlowRank1Later(L.Callback):
-    """With ``APP_RANK1_BUSY_AFTER_S=S`` (tests/e2e/test_lightning.py's rank slowed mid-run): rank 1 starts the busy
-    loops of ``APP_RANK1_BUSY_LOOPS`` S seconds after its first training batch, and logs when."""
+    """With ``APP_RANK1_BUSY_AFTER_S=S`` (tests/e2e/test_lightning.py's rank slowed mid-run): S seconds after its first
+    training batch, rank 1 starts the ``APP_RANK1_BUSY_LOOPS`` busy processes on its own CPU and in its own session,
+    so that they share its core with it alone (with 2: a third of it left), and logs when. (In sessions of their own,
+    as before fit, the scheduler's autogroups shift the ranks' shares between both CPUs and rank 0 slows too.)"""
 
     def __init__(self, after_s: float):
         self.after_s, self.first = after_s, None
@@ -54,8 +56,12 @@ class _SlowRank1Later(L.Callback):
         self.first = self.first if self.first is not None else now
         if self.after_s and now - self.first >= self.after_s:
             self.after_s = 0.0
-            if os.environ.get("LOCAL_RANK") == "1":
-                _slow_rank1()
+            loops, _, pids = os.environ.get("APP_RANK1_BUSY_LOOPS", "0:").partition(":")
+            if os.environ.get("LOCAL_RANK") == "1" and int(loops):
+                started = [subprocess.Popen(["sh", "-c", "while :; do :; done"], stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL) for _ in range(int(loops))]
+                with open(pids, "w") as out:
+                    out.write(" ".join(str(loop.pid) for loop in started))
                 log.info("rank 1 slowed at %.2f s", now - self.first)
 
 
