@@ -5,7 +5,8 @@ which dumps it only when a job fails or is stopped). Each entry is one collectiv
 time this rank issued it (``time_created_ns``, the wall clock). On NCCL the watchdog also records when it saw the
 collective end (``time_discovered_completed_ns``) and, with ``TORCH_NCCL_ENABLE_TIMING=1``, its kernel's
 ``duration_ms``; on gloo (torch 2.13, measured: docs/watch.md#the-experiment-that-chose-it) every entry stays
-``scheduled`` with no end. :mod:`bootstrap.watch.steps` makes a step's waits of either. The watch's own exchange
+``scheduled`` with no end; each entry's ``input_sizes`` tell a gradient bucket from a framework's one-number
+decision. :mod:`bootstrap.watch.steps` makes a step's waits of either. The watch's own exchange
 goes through the store and adds no entry.
 
 The recorder keeps the last ``buffer_size`` collectives: a window with more than that reads the waits of its
@@ -53,5 +54,16 @@ def waits(held: List[Any], since_ns: int, buffer_size: int) -> Waits:
         duration = entry.get(DURATION)
         began = int(ended - duration * 1e6) if ended is not None and isinstance(duration, (int, float)) and \
             0 <= duration * 1e6 <= ended - created else None
-        out.append(Collective(created, ended, began))
+        out.append(Collective(created, ended, began, _elements(entry.get("input_sizes"))))
     return Waits(out, earliest if len(held) >= buffer_size else None, len(out))
+
+
+def _elements(sizes: Any) -> int:
+    """A collective's elements from the recorder's ``input_sizes`` (a list of shapes); 1 where it says nothing."""
+    total = 0
+    for shape in sizes if isinstance(sizes, list) else []:
+        count = 1
+        for dim in shape if isinstance(shape, list) else []:
+            count *= dim if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0 else 1
+        total += count
+    return max(1, total)

@@ -44,9 +44,10 @@ def train(cfg: DictConfig) -> Dict[str, Any]:
 
 class _SlowRank1Later(L.Callback):
     """With ``APP_RANK1_BUSY_AFTER_S=S`` (tests/e2e/test_lightning.py's rank slowed mid-run): S seconds after its first
-    training batch, rank 1 starts the ``APP_RANK1_BUSY_LOOPS`` busy processes on its own CPU and in its own session,
-    so that they share its core with it alone (with 2: a third of it left), and logs when. (In sessions of their own,
-    as before fit, the scheduler's autogroups shift the ranks' shares between both CPUs and rank 0 slows too.)"""
+    training batch, rank 1 moves to a session of its own and starts the ``APP_RANK1_BUSY_LOOPS`` busy processes there,
+    on its CPU, so that they share its core with it alone (with 8: a ninth of it left), and logs when. (Loops in
+    sessions of their own, or in the ranks' shared one, shift the scheduler's autogroup shares between both CPUs,
+    and rank 0 slowed 2x too.)"""
 
     def __init__(self, after_s: float):
         self.after_s, self.first = after_s, None
@@ -58,6 +59,9 @@ class _SlowRank1Later(L.Callback):
             self.after_s = 0.0
             loops, _, pids = os.environ.get("APP_RANK1_BUSY_LOOPS", "0:").partition(":")
             if os.environ.get("LOCAL_RANK") == "1" and int(loops):
+                os.setsid()  # out of rank 0's session: its autogroup no longer shares rank 0's CPU time with the loops
+                with open("/proc/self/autogroup", "w") as group:
+                    group.write("-10")
                 started = [subprocess.Popen(["sh", "-c", "while :; do :; done"], stdout=subprocess.DEVNULL,
                                             stderr=subprocess.DEVNULL) for _ in range(int(loops))]
                 with open(pids, "w") as out:

@@ -48,6 +48,10 @@ def test_without_an_end_a_step_waited_from_its_last_collective_s_arrival_to_its_
     assert [round(s.own_s * 1e3, 6) for s in steps.steps(marks, fast)] == [30, 30]
     assert [round(s.own_s * 1e3, 6) for s in steps.steps(marks, slow)] == [90, 90]
     assert [round(s.own_s * 1e3, 6) for s in steps.steps(marks, [])] == [100, 100]  # no collective: all its own
+    # a framework's one-number collective after the gradients' sync (Lightning's stop decision under max_time) is no
+    # arrival: the wait began at the last large one
+    buckets = [steps.Collective(60 * MS, size=1000), steps.Collective(90 * MS, size=800), steps.Collective(95 * MS)]
+    assert [round(s.own_s * 1e3, 6) for s in steps.steps([0, 100 * MS], buckets)] == [90]
 
 
 def test_steps_that_began_before_the_recorder_s_oldest_entry_are_left_out():
@@ -59,11 +63,12 @@ def test_steps_that_began_before_the_recorder_s_oldest_entry_are_left_out():
 def test_the_recorder_s_entries_become_collectives_with_their_end_where_it_is_recorded():
     held = [{"time_created_ns": 5, "time_discovered_completed_ns": 9},  # ended before the window: not its
             {"time_created_ns": 12, "time_discovered_completed_ns": 20, "duration_ms": 5e-6},
-            {"time_created_ns": 30, "time_discovered_completed_ns": None, "state": "scheduled"},  # gloo's
+            {"time_created_ns": 30, "time_discovered_completed_ns": None, "state": "scheduled",
+             "input_sizes": [[4, 3], [2]]},  # gloo's
             {"time_created_ns": 4, "state": "scheduled"},  # gloo's, issued before the window
             {"time_created_ns": 0}, "not an entry", {"time_created_ns": "12"}]
     read = recorder.waits(held, since_ns=10, buffer_size=100)
-    assert read.collectives == [steps.Collective(12, 20, 15), steps.Collective(30)]
+    assert read.collectives == [steps.Collective(12, 20, 15), steps.Collective(30, size=14)]
     assert read.covered_from is None  # the buffer never filled: every collective is there
     assert recorder.waits(held, 10, buffer_size=3).covered_from == 4  # full: known from its oldest entry
 
