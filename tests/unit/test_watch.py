@@ -371,3 +371,20 @@ def test_the_picture_draws_each_lane_s_scores_over_time_and_marks_the_lanes_name
     assert (tmp_path / "watch.png").read_bytes().startswith(b"\x89PNG")
     with pytest.raises(Exception, match="41 lanes"):
         drawing.read({**shown.to_json(), "lanes": ["x"] * 41})
+
+
+def test_the_sweep_summary_and_bootstrap_diff_show_what_the_watch_named():
+    from bootstrap.core import facts
+    from bootstrap.doors import records
+    from bootstrap.sweep.read import Row
+    from bootstrap.sweep.tables import to_csv, to_markdown
+
+    seen = records.Watch(mode="warn", status="slow", findings=[
+        WatchFinding(kind="slow", message="rank 1 (node2) is slow", ranks=[1], hosts=["node2"]),
+        WatchFinding(kind="slowed", message="2 of 2 ranks work slower", ranks=[], hosts=[])])
+    assert facts.watch_findings(seen) == "slow: rank 1 (node2); slowed: no node" and facts.watch_findings(None) == ""
+    shown = facts.facts(records.Report(watch=seen))["watch"]
+    assert shown["findings"].startswith("rank 1 (node2) is slow") and shown["status"] == "slow"
+    rows = [Row("0", "", "completed", 1, 1, watch=facts.watch_findings(seen)), Row("1", "", "completed", 1, 1)]
+    assert "watch" in to_csv(rows).splitlines()[0].split(",") and "slow: rank 1 (node2)" in to_markdown(rows)
+    assert "watch" not in to_csv([Row("0", "", "completed", 1, 1)]).splitlines()[0].split(",")
