@@ -137,3 +137,14 @@ def test_train_stub_marks_its_steps_through_session_watch_and_a_healthy_run_name
         watch = report["watch"]
         assert (watch["status"], watch["findings"], watch["steps"]) == ("ok", [], 300)
         assert watch["windows"] >= 1 and watch["window_s"] == 0.5
+
+
+def test_under_error_a_finding_stops_the_job_in_one_line_and_the_report_records_it(tmp_path):
+    proc, reports, _, _ = _run(tmp_path, APP_DIR / "app.py", f"slow.after_s={2 * WINDOW_S}",
+                               f"slow.pids={tmp_path / 'loops.pids'}", "env.watch.mode=error")
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Error: watch: rank 1 (" in output, output[-3000:]
+    report = reports[0]
+    finding = named(report["watch"])
+    assert report["job"]["status"] == "check_failed" and finding["message"] in report["job"]["error"]
+    assert report["watch"]["on_bad"] == "stopped" and report["distributed"]["teardown"] is not None
