@@ -25,6 +25,8 @@ check it still executes (CI does this); it and --only write nothing unless --out
  17 dryrun           `bootstrap dryrun` for 1,024, 4,096 and 16,384 ranks: time and peak memory (bench/bench_dryrun.py)
  18 false_exclusion  20 healthy torchrun 2-rank jobs, a busy neighbour on one core at random moments, one shared
                      bad-node ledger: no node excluded; the soft observations counted (bench/bench_false_exclusion.py)
+ 19 watch            torchrun 2 ranks of DDP: the watch's share of a step (on vs off, and its own time a window), and
+                     its findings on 10 healthy pinned runs under cpu_debug's thresholds (bench/bench_watch.py)
 """
 
 from __future__ import annotations
@@ -532,6 +534,9 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("dryrun", "memory_ratio", "≤ 1.5 (peak memory at 16,384 ranks vs 1,024)", lambda v: v <= 1.5),
     ("false_exclusion", "excluded_count", "0 nodes excluded (20 healthy jobs, a busy neighbour, the default rule)",
      lambda v: v == 0),
+    ("watch", "share_at_default_window", "≤ 0.005 of a step at the default 60 s window (its thread's time a window "
+     "and a step's mark)", lambda v: v <= 0.005),
+    ("watch", "runs_with_a_finding", "0 healthy runs of 10 with a finding (cpu_debug's thresholds)", lambda v: v == 0),
 ]
 
 
@@ -798,6 +803,12 @@ def explain(results: dict) -> list:
     return notes or ["Every target is met."]
 
 
+def watch(work: Path, quick: bool) -> dict:
+    from bench_watch import watch as measure
+
+    return measure(quick, work)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="each benchmark once, small: does it still run?")
@@ -805,7 +816,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*",
                         help="run only these: startup threads oversubscription peers multirun gpu lightning "
                              "lint flight_recorder hang_scale summary_scale agreement preflight scale provenance "
-                             "trackers dryrun false_exclusion")
+                             "trackers dryrun false_exclusion watch")
     parser.add_argument("--out", type=Path, default=None, help="where to write the markdown (default: "
                         "bench/RESULTS.md for a full run, nothing for --quick or --only)")
     args = parser.parse_args(argv)
@@ -837,6 +848,7 @@ def main(argv=None) -> int:
         "trackers": lambda: trackers(work / "16", args.quick),
         "dryrun": lambda: dryrun(args.quick),
         "false_exclusion": lambda: false_exclusion(work / "18", args.quick),
+        "watch": lambda: watch(work / "19", args.quick),
     }
     results = {}
     try:

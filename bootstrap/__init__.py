@@ -24,6 +24,7 @@ from bootstrap.doors.errors import (
     MismatchError,
     PreflightError,
     RequeuedError,
+    WatchError,
 )
 from bootstrap.doors.statuses import JobStatus
 
@@ -45,7 +46,7 @@ __all__ = [
     "EnvConfig",
     # what a job stops with
     "BootstrapError", "ConfigError", "MismatchError", "LintError", "DisagreementError", "PreflightError",
-    "BadNodeError", "RequeuedError",
+    "BadNodeError", "RequeuedError", "WatchError",
 ]
 
 

@@ -282,6 +282,19 @@ def judged_cores(_shared_cores):
         yield
 
 
+def end_listed(pids: Path) -> list:
+    """SIGKILL every process whose PID ``pids`` lists (the busy loops a test app started); returns the PIDs listed."""
+    import signal
+
+    listed = pids.read_text().split() if pids.exists() else []
+    for pid in listed:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return listed
+
+
 def clean_env(**extra: str) -> dict:
     """The test process's environment without variables that would change the stub's plan."""
     env = {k: v for k, v in os.environ.items()

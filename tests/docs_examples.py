@@ -87,7 +87,7 @@ def _job_info(session):
 
 def example_report():
     """The typed report of ``python train_stub.py env.threads.intra_op=1``, at its end."""
-    from bootstrap.core import report
+    from bootstrap.core import report, watch
 
     session, plan, checks, findings = _job(("env.threads.intra_op=1",))
     applied = report.Applied(intra_op=plan.threads.intra_op, inter_op=plan.threads.inter_op,
@@ -96,6 +96,7 @@ def example_report():
     record = report.build(_job_info(session), plan, plan.device(cuda_visible=False), _found(), checks, applied, [],
                           BOOTSTRAP_S, lint=findings, started_ns=STARTED_NS, machine=_machine())
     report.end(record, report.JobEnd(report.JobStatus.COMPLETED, METRICS))
+    record.watch = watch.planned(session.preset, "one process: no rank to compare with")  # as Session._end writes it
     return record
 
 

@@ -27,6 +27,7 @@ from bootstrap.provenance import collect, packages
 TITLES = {"versions": "versions", "variables": "variables (with their sources)", "threads": "threads and CPUs",
           "launch": "launcher and world", "preset": "preset", "seeds": "seeds", "torch": "torch settings",
           "lint": "lint findings", "preflight": "preflight check (expected, measured)",
+          "watch": "watch (while training: settings, findings)",
           "provenance": "provenance (code, packages, host)",
           job_facts.ALWAYS_DIFFERS: "what differs between any two runs"}
 UNSET = "unset"

@@ -141,6 +141,10 @@ def table(outcome: Outcome, preset: str, written: Path) -> str:
                           f"{scale['preflight_collectives']} collectives in {scale['preflight_budget_s']:g} s"),
             ("flight recorder", f"dumps {_bytes(scale['flight_recorder_dump_bytes_per_rank'])} a rank, "
                                 f"{_bytes(scale['flight_recorder_dump_bytes_total'])} in all"),
+            ("watch", f"each {scale['watch_window_s']:g} s: {scale['watch_store_ops']} store ops, rank 0 reads "
+                      f"{_bytes(scale['watch_rank0_reads_bytes'])}, {scale['watch_collectives']} collectives, "
+                      f"links probed with {_bytes(scale['watch_probe_bytes'])}" if "watch_store_ops" in scale
+             else "off"),
             ("on the target", "; ".join(outcome.target_checks) or "-"),
             ("findings", str(len(outcome.findings)) if outcome.findings else "none")]
     width = max(len(name) for name, _ in rows)

@@ -29,7 +29,7 @@ from bootstrap.doors.records import PROCESS, Report
 from bootstrap.doors.typed import Section
 
 SECTIONS = ("versions", "variables", "threads", "launch", "preset", "seeds", "torch", "lint", "preflight",
-            "provenance")
+            "watch", "provenance")
 ALWAYS_DIFFERS = "always_differs"
 RUN_DIR = "<run dir>"
 INHERITED = "inherited"  # the source shown for a variable the job found set and the bootstrap did not plan
@@ -40,7 +40,8 @@ NOT_IN_PREVIEW = (("launch", "agreement"), ("torch", "distributed debug level (e
                   ("seeds", "task_seed"), ("threads", "intra_op at end"),
                   *(("preflight", key) for key in ("status", "median TFLOP/s", "slowest rank", "bus bandwidth GB/s",
                                                    "network", "findings", "note", "bad nodes", "on_bad",
-                                                   "restart_count")))  # measured at job start
+                                                   "restart_count")),  # measured at job start
+                  *(("watch", key) for key in ("status", "windows", "findings", "note", "bad nodes", "on_bad")))
 
 Facts = Dict[str, Dict[str, str]]
 
@@ -190,6 +191,27 @@ def _preflight(report: Report) -> Dict[str, str]:
         ("bad nodes", bad_nodes(check) or None), ("on_bad", check.on_bad), ("restart_count", check.restart_count)])
 
 
+def _watch(report: Report) -> Dict[str, str]:
+    """What the watch was set to and what it found while the job trained."""
+    seen = report.watch
+    if seen is None:
+        return {}
+    return _present([
+        ("mode", seen.mode), ("window_s", seen.window_s), ("threshold", seen.threshold),
+        ("consecutive", seen.consecutive), ("status", seen.status), ("windows", seen.windows or None),
+        ("findings", [finding.message for finding in seen.findings] or None), ("note", seen.note),
+        ("bad nodes", watch_findings(seen) or None), ("on_bad", seen.on_bad)])
+
+
+def watch_findings(seen: Optional[records.Watch]) -> str:
+    """``slow: rank 1 (node2); slow_link: rank 2 (node3)``: what the watch named, by kind; "" where nothing."""
+    if seen is None:
+        return ""
+    return "; ".join(f"{f.kind}: " + (", ".join(f"rank {rank} ({host})" for rank, host in
+                                                zip(f.ranks, f.hosts, strict=False)) or "no node")
+                     for f in seen.findings)
+
+
 def bad_nodes(check: Optional[records.Preflight]) -> str:
     """``node3 (slow), node7 (faulty)``: the nodes the findings named, with why; "" where none."""
     return ", ".join(f"{bad.node} ({bad.reason})" for bad in check.bad_nodes) if check is not None else ""
@@ -230,7 +252,7 @@ def _always_differs(report: Report) -> Dict[str, str]:
 
 _BUILDERS = {"versions": _versions, "variables": _variables, "threads": _threads, "launch": _launch,
              "preset": _preset, "seeds": _seeds, "torch": _torch, "lint": _lint,
-             "preflight": _preflight, "provenance": _provenance, ALWAYS_DIFFERS: _always_differs}
+             "preflight": _preflight, "watch": _watch, "provenance": _provenance, ALWAYS_DIFFERS: _always_differs}
 
 
 def _without_run_dir(section: Dict[str, str], run_dir: Optional[os.PathLike]) -> Dict[str, str]:

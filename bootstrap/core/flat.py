@@ -59,7 +59,7 @@ LEFT_OUT = {  # path -> why it is in bootstrap.json only
 # these, in the report's order; keys_left_out is always the last key. Within a section, the report's order.
 FIRST = ("job/status", "job/error", "schema_version", "host", "git", "preset", "device")
 SECTION_ORDER = ("job", "found", "checks", "threads", "torch", "distributed", "seed", "timings", "overrides",
-                 "warnings", "preset_digest", "resolved", "provenance", "preflight", "lint", "vars")
+                 "warnings", "preset_digest", "resolved", "provenance", "preflight", "watch", "lint", "vars")
 
 # MLflow's allowed characters (mlflow.utils.validation), without ':' (refused on Windows) and ' '.
 _NOT_IN_KEY = re.compile(r"[^A-Za-z0-9_./-]")

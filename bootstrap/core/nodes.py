@@ -135,15 +135,22 @@ def after_preflight(preset: EnvConfig, plan: Plan, checked: records.Preflight, s
 def after_watch(preset: EnvConfig, plan: Plan, findings: Sequence[Any], key: str, warnings: List[str],
                 environ: Mapping[str, str] = os.environ) -> Optional[BootstrapError]:
     """The watch's findings (shaped as ``records.PreflightFinding``, each with its ranks' nodes, ``hosts``) observed
-    as soft evidence, each kind as ``watch_<kind>`` (:func:`observe`); under ``env.watch.mode=error`` returns what
-    the job raises (``env.nodes.on_bad`` applies), else None."""
-    slurm = slurm_attempt(environ)
+    as soft evidence, each kind as ``watch_<kind>`` (:func:`observe`), with what they were judged against; a
+    finding that names no node (every rank slowed at once) records nothing. Under ``env.watch.mode=error`` returns
+    what the job raises (:class:`~bootstrap.doors.errors.WatchError`; ``env.nodes.on_bad`` applies), else None."""
+    from bootstrap.doors.errors import WatchError
+
+    slurm, watched = slurm_attempt(environ), preset.watch
     made = badnodes.from_findings(findings, _now(), preset.nodes.exclude_ttl_h,
                                   slurm[0] if slurm else plan.launch.job_id, slurm[1] if slurm else 0)
+    for seen in made:
+        seen.against = {"threshold": watched.threshold, "consecutive": watched.consecutive,
+                        "window_s": watched.window_s}
     observed, excluded, _ = observe(preset, plan, made, key, warnings)
-    mode = getattr(getattr(getattr(preset, "watch", None), "mode", None), "value", None)
-    stop = "\n".join(f"watch: {finding.message}" for finding in findings) if mode == "error" and findings else None
-    return _stop(preset, plan, observed, excluded, stop, key, warnings, Outcome(), slurm)
+    stop = "\n".join(f"watch: {finding.message}" for finding in findings) if \
+        watched.mode.value == "error" and findings else None
+    stopped = _stop(preset, plan, observed, excluded, stop, key, warnings, Outcome(), slurm)
+    return stopped if stopped is None or isinstance(stopped, RequeuedError) else WatchError(str(stopped.args[0]))
 
 
 def job_nodes(plan: Plan) -> int:

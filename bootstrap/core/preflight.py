@@ -16,6 +16,7 @@ from bootstrap.preflight.request import (PICTURE, PREFIX, Floors, Request, cappe
 
 if TYPE_CHECKING:  # (it imports torch's helpers: imported where used)
     from bootstrap.distributed.group import ProcessGroup
+    from bootstrap.distributed.launcher import Launch
 
 Session = Any  # bootstrap.core.session.Session, which calls now() and never_ran(): not imported, imports point one way
 
@@ -135,25 +136,39 @@ def once_grouped(preset: EnvConfig, plan: Plan, device: str, key: str) -> Option
 
     import torch.distributed as dist
 
-    from bootstrap.distributed import launcher
     from bootstrap.distributed.group import GroupState, ProcessGroup
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
         return None
-    rank, world = dist.get_rank(), dist.get_world_size()
-    try:  # the framework's variables as they are now (Lightning's rank 0 has them once it has started its ranks)
-        launch = launcher.detect_running(os.environ, preset.distributed.master_addr, preset.distributed.master_port,
-                                         group_exists=True)
-    except ConfigError:  # variables that contradict each other: the group's own numbers below
-        launch = plan.launch
-    if (launch.rank, launch.world_size) != (rank, world):  # one node assumed: every rank assumes the same
-        launch = dataclasses.replace(plan.launch, rank=rank, world_size=world, local_rank=rank, local_world_size=world,
-                                     node_rank=0)
+    launch = grouped_launch(preset, plan)
     group = ProcessGroup(GroupState.EXISTING, backend=str(dist.get_backend()))
     plan_now = dataclasses.replace(plan, launch=launch)
     checked = run(preset, plan_now, device, group, key)
     checked.note = "; ".join(filter(None, [checked.note, "checked once the framework had made its process group"]))
     return checked, plan_now
+
+
+def grouped_launch(preset: EnvConfig, plan: Plan) -> Launch:
+    """This rank's launch as the default process group has it now, for a check or a watch that starts once a
+    framework made the group after the job started: the framework's variables as they are now (Lightning's rank 0
+    has them once it has started its ranks), or, where they do not give the group's rank and size, one node of the
+    group's ranks (every rank assumes the same)."""
+    import dataclasses
+
+    import torch.distributed as dist
+
+    from bootstrap.distributed import launcher
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    try:
+        launch = launcher.detect_running(os.environ, preset.distributed.master_addr, preset.distributed.master_port,
+                                         group_exists=True)
+    except ConfigError:  # variables that contradict each other: the group's own numbers below
+        launch = plan.launch
+    if (launch.rank, launch.world_size) != (rank, world):
+        launch = dataclasses.replace(plan.launch, rank=rank, world_size=world, local_rank=rank, local_world_size=world,
+                                     node_rank=0)
+    return launch
 
 
 def never_ran(session: Session, group_at_end: Optional[dict]) -> None:

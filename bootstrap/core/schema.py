@@ -145,6 +145,21 @@ class Preflight:  # see bootstrap.preflight: every rank proves it computes right
     network: Optional[Network] = None  # NCCL only: the network expected; null: NCCL's log is not read
 
 
+class WatchMode(str, enum.Enum):
+    error = "error"  # a finding stops every rank, as a preflight finding does
+    warn = "warn"  # the finding is logged and recorded; the job trains on
+    off = "off"  # nothing watched
+
+
+@dataclass
+class Watch:  # see bootstrap.watch: while the job trains, a slow rank, node or link is named (docs/watch.md)
+    mode: WatchMode = WatchMode.warn  # what a finding does
+    window_s: float = 60.0  # the seconds of one window: each rank's figures are compared once a window
+    threshold: float = 0.75  # a score (0 to 1) under this is suspect: NVRx's default
+    consecutive: int = 3  # windows in a row under the threshold before a finding
+    links: bool = True  # the first rank of each node times its link to the next node once a window
+
+
 class FabricName(str, enum.Enum):  # the cluster's fabric (conf/env/fabric/*.yaml, docs/fabrics.md)
     none = "none"  # nothing set, nothing checked beyond preflight.network (the default)
     socket = "socket"  # TCP sockets, on purpose
@@ -202,6 +217,7 @@ class EnvConfig:
     seed: Optional[int] = 0
     seed_offset: SeedOffset = SeedOffset.rank  # how each rank's data seed differs (see bootstrap.distributed.seeding)
     preflight: Preflight = field(default_factory=Preflight)  # a short measurement on every rank before training
+    watch: Watch = field(default_factory=Watch)  # while training: each rank's own work compared, once a window
     provenance: Provenance = field(default_factory=Provenance)  # the job's git state, packages, host, container
     fabric: Fabric = field(default_factory=Fabric)  # the cluster's network (env/fabric=NAME): docs/fabrics.md
     nodes: Nodes = field(default_factory=Nodes)  # bad nodes: recorded, kept out (a shared list), retried elsewhere
@@ -253,6 +269,7 @@ def validate(preset: EnvConfig) -> EnvConfig:
         raise ConfigError(f"{PRESET_KEY}.distributed.master_port={dist.master_port} is not a TCP port (1-65535).")
     section_checks.preflight(preset.preflight, dist.timeout_s, preset.device.value)
     section_checks.nodes(preset.nodes)
+    section_checks.watch(preset.watch)
     req = preset.requires
     for name in ("python", "torch", "cuda", "nccl"):
         spec = getattr(req, name)

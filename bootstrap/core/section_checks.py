@@ -1,5 +1,6 @@
-"""The checks of the preset's ``preflight`` and ``nodes`` sections that the type system cannot make (figures in
-range, sizes that fit the budget, host names), each a ConfigError naming ``env.<section>.<key>`` and the fix. Pure.
+"""The checks of the preset's ``preflight``, ``nodes`` and ``watch`` sections that the type system cannot make
+(figures in range, sizes that fit the budget, host names), each a ConfigError naming ``env.<section>.<key>`` and
+the fix. Pure.
 """
 
 from __future__ import annotations
@@ -73,3 +74,24 @@ def nodes(nodes: Any) -> None:
     if isinstance(nodes.max_requeues, bool) or not 0 <= nodes.max_requeues <= MAX_REQUEUES:
         raise ConfigError(f"{where}.max_requeues={nodes.max_requeues} must be a count in [0, {MAX_REQUEUES}], e.g. "
                           f"{where}.max_requeues=2.")
+
+
+MIN_WINDOW_S = 0.5  # a window holds a few steps of even a slow job, and costs its exchange at most twice a second
+MAX_WINDOW_S = 24 * 3600.0
+MAX_CONSECUTIVE = 1000
+
+
+def watch(watched: Any) -> None:
+    where = f"{PRESET_KEY}.watch"
+    window = watched.window_s
+    if isinstance(window, bool) or not (math.isfinite(window) and MIN_WINDOW_S <= window <= MAX_WINDOW_S):
+        raise ConfigError(f"{where}.window_s={window} must be seconds from {MIN_WINDOW_S:g} to {MAX_WINDOW_S:g} (a "
+                          f"day), e.g. {where}.window_s=60.")
+    threshold = watched.threshold
+    if isinstance(threshold, bool) or not (math.isfinite(threshold) and 0 < threshold < 1):
+        raise ConfigError(f"{where}.threshold={threshold} must be a score between 0 and 1 (a rank whose score stays "
+                          f"under it is named), e.g. {where}.threshold=0.75.")
+    count = watched.consecutive
+    if isinstance(count, bool) or not (isinstance(count, int) and 1 <= count <= MAX_CONSECUTIVE):
+        raise ConfigError(f"{where}.consecutive={count} must be a count of windows in [1, {MAX_CONSECUTIVE}], e.g. "
+                          f"{where}.consecutive=3.")

@@ -22,7 +22,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Collection, Iterable, Iterator
                     Tuple, TypeVar, cast)
 
 from bootstrap.core import (active, agreement, ending, fabric, nodes, preflight, presets, report, runtime, schema,
-                            startup, verdict, versions)
+                            startup, verdict, versions, watch)
 from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan
 from bootstrap.core.process_vars import set_by_process
@@ -85,6 +85,7 @@ class Session:
         self._masking_logs = False  # holds outbound.MaskedLogs while applied
         self.preflight_always = False  # measure even a lone process with no floor (bootstrap doctor --preflight)
         self._on_step: List[Callable[[], None]] = []  # what each finished training step tells (step())
+        self._watching: Optional[watch.Watching] = None  # env.watch: told of every step, once the job started
 
     data_seed = property(lambda self: self.plan.data_seed if self.plan else self.preset.seed)  # for the task's data
     rank = property(lambda self: self.launch.rank if self.launch else 0)
@@ -203,9 +204,12 @@ class Session:
         no_gpu = self._device(plan, found)
         warnings += [no_gpu] if no_gpu else []
         machine, took = self._machine(found), time.perf_counter() - started
-        return report.build(self._job(), plan, self.device, found, checks, None, warnings, took, JobStatus.PREVIEW,
-                            lint.for_preset(self.preset, machine), preflight=preflight.expected(self.preset),
-                            machine=machine, provenance=nodes.named(provenance.previewed()))
+        previewed = report.build(self._job(), plan, self.device, found, checks, None, warnings, took,
+                                 JobStatus.PREVIEW, lint.for_preset(self.preset, machine),
+                                 preflight=preflight.expected(self.preset), machine=machine,
+                                 provenance=nodes.named(provenance.previewed()))
+        previewed.watch = watch.planned(self.preset, "not run: a preview")
+        return previewed
 
     # -- applying ----------------------------------------------------------------------------
     @naming_preset
@@ -231,7 +235,7 @@ class Session:
     def _apply(self) -> None:
         started, warnings = time.perf_counter(), list[str]()
         started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
-        self.report, self._provenance = None, None  # this start's (a session may be applied again)
+        self.report, self._provenance, self._watching = None, None, None  # this start's (applied again: anew)
         plan = self._make_plan(os.environ, warnings)
         refused = verdict.before_apply(self.preset, plan, os.environ)  # the doctor's verdict too
         if refused:  # the lint's stops and values torch would refuse: nothing is applied yet
@@ -306,6 +310,9 @@ class Session:
             for finding in findings:
                 log.warning("lint: %s", finding)
             applied = Applied(intra, inter, tuple(seeded), group_state, backend, self.mesh is not None)
+            self._on_step[:] = [told for told in self._on_step if not isinstance(told, watch.Watching)]
+            self._watching = watch.Watching(self)  # starts at the first step, where a group of several ranks exists
+            self._on_step.append(self._watching)
             record = self._record(plan, found, checks, applied, warnings, started, lint=findings,  # unwritable: fails
                                   started_ns=started_ns, agreed=agreed, checked=checked)
             log.info("bootstrap\n%s", report.format_table(record))
@@ -386,6 +393,8 @@ class Session:
         """Put the process back (see ProcessChanges.undo); returns what became of the group."""
         active.remove(self)
         changes, self._changes = self._changes, None
+        if self._watching is not None:  # before the group goes: the watch's thread uses its store
+            self._watching.stop()
         try:
             return changes.undo() if changes is not None else None
         finally:
@@ -396,6 +405,7 @@ class Session:
         bootstrap.rank<N>.json, cleaned on the way out."""
         assert (record := self.report) is not None, "a report is made before its end is written"
         report.end(record, job_end)
+        record.watch = self._watching.record() if self._watching is not None else None
         if self.output_dir is not None:
             outbound.write_json(self.output_dir / records.report_name(self.rank, self.world_size), record.to_json())
         return record

@@ -70,15 +70,21 @@ def merged(cpu: dict, nccl: Optional[dict]) -> dict:
     return {**cpu, **nccl, "entries": entries}
 
 
+def recorded(stacks: bool = True) -> dict:
+    """This process's recorders as one dump (:func:`merged`): every collective they still hold, each with its
+    times; ``stacks``: with the Python stack that issued each (the first call symbolises them, about a second)."""
+    c10d: Any = torch._C._distributed_c10d  # private, and its stubs lack the recorder's functions
+    nccl_dump = getattr(c10d, "_dump_nccl_trace", None)  # CUDA builds only
+    return merged(pickle.loads(c10d._dump_fr_trace(True, stacks, False)),
+                  pickle.loads(nccl_dump(True, stacks, False)) if nccl_dump is not None else None)
+
+
 def dump(dump_dir: Path, rank: int, world_size: int, reason: str, since_ns: int) -> Optional[Path]:
     """Write this rank's recorder (entries created since ``since_ns``: this job's) to
     ``<dump_dir>/comm_lib_trace_rank_<rank>``, atomically, with the permissions the umask gives (as
     reports: a teammate's ``bootstrap hang`` must be able to read it); None when there is nothing to write."""
     dumped_ns = time.time_ns()  # before the dump itself: its first call symbolises stacks (about a second)
-    c10d: Any = torch._C._distributed_c10d  # private, and its stubs lack the recorder's functions
-    nccl_dump = getattr(c10d, "_dump_nccl_trace", None)  # CUDA builds only
-    raw = merged(pickle.loads(c10d._dump_fr_trace(True, True, False)),
-                 pickle.loads(nccl_dump(True, True, False)) if nccl_dump is not None else None)
+    raw = recorded()
     entries = [e for e in raw.get("entries", []) if e.get("time_created_ns", 0) >= since_ns]
     if not entries:
         return None

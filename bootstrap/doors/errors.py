@@ -61,6 +61,11 @@ class PreflightError(BootstrapError):
     (the message names the ranks, their hosts, the figure and what it was measured against)."""
 
 
+class WatchError(BootstrapError):
+    """With ``watch.mode: error``, a rank, node or link stayed slow while the job trained, or a rank left (the message
+    names the ranks, their nodes, both scores and since when)."""
+
+
 class BadNodeError(BootstrapError):
     """The evidence in ``nodes.exclude_file`` excludes this rank's node (not ignored): it stops before the process
     group (the message names the evidence and, under SLURM, the ``--exclude`` to use)."""

@@ -10,13 +10,11 @@ written; :meth:`Report.from_json` reads it back strictly:
   from 0 to 2**53, metrics finite floats, any other whole number within 64 bits;
 - an absent field takes its default, so reports written before a field existed still read;
   a key this version does not know is ignored, so reports of a later version read too;
-- a report of an older ``schema_version`` is first brought to today's shape
-  (:data:`bootstrap.doors.upgrades.UPGRADES`): every report
-  this package has written reads (``tests/data/reports`` keeps a real one of each version).
+- a report of an older ``schema_version`` is first brought to today's shape (:data:`bootstrap.doors.upgrades.UPGRADES`):
+  every report this package has written reads (``tests/data/reports`` keeps a real one of each version).
 
-:func:`read_report` reads a file through :mod:`bootstrap.doors.inbound` (bounded size, strict JSON,
-no NaN, bounded nesting) and raises only ``Unreadable``. The report's fields are documented in
-docs/report.md.
+:func:`read_report` reads a file through :mod:`bootstrap.doors.inbound` (bounded size, strict JSON, no NaN, bounded
+nesting) and raises only ``Unreadable``. The report's fields are documented in docs/report.md.
 """
 
 import os
@@ -35,6 +33,7 @@ from bootstrap.doors.typed import Section as _Section
 from bootstrap.doors.typed import section as _section
 from bootstrap.doors.typed import when_set as _when_set
 from bootstrap.doors.upgrades import upgraded
+from bootstrap.doors.watch_report import Watch
 
 SCHEMA_VERSION = 5
 # What each version added that an earlier report cannot show: what `bootstrap diff` leaves out between versions.
@@ -398,6 +397,7 @@ class Report(_Section):
     seed: Seed = field(default_factory=Seed)
     preflight: Optional[Preflight] = None  # null in a preview and in a report written before the check existed
     provenance: Optional[Provenance] = None  # null in a report written before schema 4
+    watch: Optional[Watch] = None  # null in a preview, and in a report written before the watch existed
     warnings: List[str] = field(default_factory=list)
     timings: Timings = field(default_factory=Timings)
     job: Job = field(default_factory=Job)

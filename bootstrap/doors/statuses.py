@@ -77,3 +77,11 @@ class ProvenanceStatus(TextEnum):
     UNFINISHED = "unfinished"  # still being collected when the job ended (bounded by env.provenance.seconds)
     FAILED = "failed"  # collecting it raised: the log says why; only the host is recorded
     PREVIEW = "preview"  # bootstrap doctor: nothing collected
+
+
+class WatchStatus(TextEnum):
+    """``watch.status``."""
+
+    OK = "ok"  # windows judged, nothing found
+    SLOW = "slow"  # a finding: a rank, node or link stayed slow, or a rank left (``watch.findings``)
+    SKIPPED = "skipped"  # nothing judged: ``watch.note`` says why (off, one process, no step yet)

@@ -292,6 +292,7 @@ def scale(preset: schema.EnvConfig, asked: Asked, store: Optional[str]) -> Dict[
     """What this N costs the job's start, and which figures grow with N (the preflight's steps as
     ``bootstrap.preflight.check`` takes them: a header gathered from every rank, then every rank's record)."""
     from bootstrap.preflight.figures import HEADER_BYTES, LAYOUT
+    from bootstrap.watch.exchange import per_window
 
     world, nodes = asked.world, asked.nodes
     recorder = preset.distributed.flight_recorder
@@ -312,7 +313,11 @@ def scale(preset: schema.EnvConfig, asked: Asked, store: Optional[str]) -> Dict[
         "preflight_budget_s": preset.preflight.seconds,
         "flight_recorder_dump_bytes_per_rank": dump,
         "flight_recorder_dump_bytes_total": dump * world,
+        **({f"watch_{name}": value for name, value in per_window(world, nodes, preset.watch.links).items()}
+           if preset.watch.mode.value != "off" else {}),
+        "watch_window_s": preset.watch.window_s,
         "grows_with_n": ["store_ops_total", "preflight_gather_bytes_per_rank", "flight_recorder_dump_bytes_total",
+                         "watch_store_ops", "watch_rank0_reads_bytes",
                          *(["preflight_collectives (one group per node)"] if node_groups else [])],
     }
 

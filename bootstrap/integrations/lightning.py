@@ -6,6 +6,9 @@ The model's own hyperparameters go with it, in the same call: TensorBoard's HPar
 of hyperparameters a run logged, and Lightning logs the model's after the callbacks' setup. The loggers that keep
 every set (CSV's ``hparams.yaml``, W&B's config) get the model's twice, with the same values.
 
+After each training batch, every rank marks a step (``Session.step``): the watch (``env.watch``, docs/watch.md)
+compares the ranks' own work while the job trains, with no line in the model.
+
 Every rank also runs the preflight check there when it was asked for (``env.preflight.mode=error|warn``) and found
 no process group at the job's start: Lightning's ``ddp`` strategy makes its group in ``fit``, after the job started
 (:meth:`bootstrap.core.session.Session.preflight_now`). A finding under ``mode=error`` ends every rank with one line.
@@ -80,6 +83,13 @@ class BootstrapLogging(Callback):
             except Exception as error:  # noqa: BLE001 - a logger that fails must not stop the training
                 log.warning("bootstrap: %s did not log the bootstrap report: %s", type(logger).__name__,
                             outbound.finding(f"{type(error).__name__}: {error}", 500))
+
+
+    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        """Every rank, after each training batch: a step for what watches the steps (the watch, docs/watch.md)."""
+        session = active_session()
+        if session is not None:
+            session.step()
 
 
 STATUS_KEY = "bootstrap/job/status"  # running at the setup: a logger's hyperparameters are written once (MLflow's

@@ -90,13 +90,14 @@ class Header:
     def node(self) -> str:
         return f"{self.host}#{self.node_rank}"
 
-    def problem(self) -> Optional[str]:
-        """Why this rank's record cannot be gathered with this version's, or None."""
-        if self.magic != MAGIC:
+    def problem(self, version: int = VERSION, size: int = LAYOUT.size) -> Optional[str]:
+        """Why this rank's record cannot be gathered with this version's (``version``, of ``size`` bytes: the
+        preflight's record, or another that shares its header), or None."""
+        if not self.magic:
             return "sent no header this version knows (a version of hydra-train-bootstrap before 2?)"
-        if (self.version, self.size) != (VERSION, LAYOUT.size):
-            return (f"sends record version {self.version} of {self.size} bytes, and this rank version {VERSION} of "
-                    f"{LAYOUT.size} bytes: a different hydra-train-bootstrap")
+        if (self.version, self.size) != (version, size):
+            return (f"sends record version {self.version} of {self.size} bytes, and this rank version {version} of "
+                    f"{size} bytes: a different hydra-train-bootstrap")
         return None
 
 
@@ -109,34 +110,39 @@ def pack(figures: RankFigures) -> bytes:
     network = NETWORKS.index(figures.network) if figures.network in NETWORKS else NETWORKS.index("other")
     return LAYOUT.pack(VERSION, figures.node_rank, int(figures.compute), network, _figure(figures.tflops),
                        _figure(figures.busbw_gbps), _figure(figures.node_busbw_gbps),
-                       _figure(figures.link_prev_gbps), _figure(figures.link_next_gbps), _host(figures.host))
+                       _figure(figures.link_prev_gbps), _figure(figures.link_next_gbps), host_bytes(figures.host))
 
 
-def _host(host: str) -> bytes:
+def host_bytes(host: str) -> bytes:
+    """A host name as a record holds it: UTF-8, cut to :data:`HOST_BYTES`."""
     return host.encode("utf-8", errors="replace")[:HOST_BYTES]
 
 
-def _read_host(host: bytes) -> str:
+def read_host(host: bytes) -> str:
+    """A host name from a record, as a message may show it (``?`` when empty)."""
     return outbound.shown(host.rstrip(b"\0").decode("utf-8", errors="replace") or "?")
 
 
-def header(record: bytes, affordable_mb: float, host: str, node_rank: int) -> bytes:
-    """The header announcing ``record`` (its version is its first byte), padded to :data:`HEADER_BYTES`."""
+def header(record: bytes, affordable_mb: float, host: str, node_rank: int, magic: bytes = MAGIC) -> bytes:
+    """The header announcing ``record`` (its version is its first byte), padded to :data:`HEADER_BYTES`; ``magic``:
+    the kind of record (the preflight's, or the watch's)."""
     version = record[0] if record else 0
-    return HEADER.pack(MAGIC, version, len(record), affordable_mb, node_rank, _host(host)).ljust(HEADER_BYTES, b"\0")
+    return HEADER.pack(magic, version, len(record), affordable_mb, node_rank, host_bytes(host)).ljust(HEADER_BYTES,
+                                                                                                     b"\0")
 
 
-def read_header(rank: int, data: bytes) -> Header:
-    """Rank ``rank``'s header as it sent it; one of another size or form is a header of no magic."""
+def read_header(rank: int, data: bytes, magic: bytes = MAGIC) -> Header:
+    """Rank ``rank``'s header as it sent it; one of another size or form, or of another ``magic``, is a header of
+    no magic."""
     try:
-        magic, version, size, affordable, node_rank, host = inbound.unpack_record(HEADER, data[:HEADER.size],
+        found, version, size, affordable, node_rank, host = inbound.unpack_record(HEADER, data[:HEADER.size],
                                                                                   f"rank {rank}")
     except inbound.Unreadable:
         return Header(rank, b"", 0, 0, 0.0)
-    if magic != MAGIC or len(data) != HEADER_BYTES:  # nothing else in it can be read as this version's
+    if found != magic or len(data) != HEADER_BYTES:  # nothing else in it can be read as this version's
         return Header(rank, b"", 0, 0, 0.0)
-    return Header(rank, magic, version, size,
-                  affordable if affordable > 0 else 0.0, _read_host(host),
+    return Header(rank, found, version, size,
+                  affordable if affordable > 0 else 0.0, read_host(host),
                   node_rank if 0 <= node_rank < 2**31 else 0)
 
 
@@ -145,7 +151,8 @@ def agree(headers: Sequence[Header]) -> Tuple[List[Header], float]:
     return [h for h in headers if h.problem()], min((h.affordable_mb for h in headers), default=math.inf)
 
 
-def _read_figure(name: str, value: float, device: str, unit: str, invalid: List[str]) -> Optional[float]:
+def read_figure(name: str, value: float, device: str, unit: str, invalid: List[str]) -> Optional[float]:
+    """A peer's figure: None when not measured (:data:`UNKNOWN`), or when it cannot be (why, added to ``invalid``)."""
     if value == UNKNOWN:
         return None
     why = bounds.problem(name, value, device, unit)
@@ -170,13 +177,13 @@ def unpack(rank: int, data: bytes, device: str = "cpu") -> RankFigures:
         invalid.append(f"matmul verdict {compute}")
     if network >= len(NETWORKS):
         invalid.append(f"network {network}")
-    gbps = [_read_figure(name, value, device, "GB/s", invalid) for name, value in
+    gbps = [read_figure(name, value, device, "GB/s", invalid) for name, value in
             (("busbw_gbps", busbw), ("node_busbw_gbps", node_busbw), ("link_prev_gbps", prev),
              ("link_next_gbps", following))]
-    return RankFigures(rank=rank, host=_read_host(host),
+    return RankFigures(rank=rank, host=read_host(host),
                        node_rank=node_rank if 0 <= node_rank < 2**31 else 0,
                        compute=Compute(compute) if compute in Compute._value2member_map_ else Compute.NOT_RUN,
-                       tflops=_read_figure("tflops", tflops, device, "TFLOP/s", invalid),
+                       tflops=read_figure("tflops", tflops, device, "TFLOP/s", invalid),
                        busbw_gbps=gbps[0], node_busbw_gbps=gbps[1], link_prev_gbps=gbps[2], link_next_gbps=gbps[3],
                        network=NETWORKS[network] if network < len(NETWORKS) else None, invalid=invalid)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import field
-from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, TypeVar
 
 from bootstrap.distributed.ranks import Ranks
 from bootstrap.doors import outbound
@@ -80,7 +80,19 @@ def _figure(value: Optional[float]) -> str:
     return f"{value:.3g}" if value is not None else "none"
 
 
-def _named(ranks: Sequence[RankFigures], what: Callable[[RankFigures], str]) -> str:
+class Ranked(Protocol):
+    """What a message names of a rank (a :class:`RankFigures`, or the watch's figures of a window)."""
+
+    @property
+    def rank(self) -> int: ...
+    @property
+    def host(self) -> str: ...
+
+
+R = TypeVar("R", bound=Ranked)
+
+
+def named(ranks: Sequence[R], what: Callable[[R], str]) -> str:
     """``rank 1 (host-a) 0.016 TFLOP/s, rank 5 (host-b) ...``: at most MAX_NAMED, then a count."""
     shown = [f"rank {r.rank} ({r.host}){what(r)}" for r in ranks[:MAX_NAMED]]
     more = len(ranks) - MAX_NAMED
@@ -109,7 +121,7 @@ def _faulty(figures: Sequence[RankFigures]) -> List[Finding]:
         return []
     said = {Compute.NOT_FINITE: "NaN or Inf", Compute.WRONG: "a wrong answer",
             Compute.NOT_RUN: "no result (the matmul failed there: its report says why)"}
-    text = _named(bad, lambda r: f": {said[r.compute]}")
+    text = named(bad, lambda r: f": {said[r.compute]}")
     return [Finding("faulty", f"{text} in a matmul checked against float64: a faulty GPU or memory, or an "
                               f"overclock; take the node out of service (nvidia-smi -q -d ECC,PAGE_RETIREMENT)",
                     [r.rank for r in bad[:MAX_NAMED]])]
@@ -119,7 +131,7 @@ def _invalid(figures: Sequence[RankFigures]) -> List[Finding]:
     bad = [r for r in figures if r.invalid]
     if not bad:
         return []
-    text = _named(bad, lambda r: f" sent {', '.join(r.invalid[:3])}")
+    text = named(bad, lambda r: f" sent {', '.join(r.invalid[:3])}")
     return [Finding("invalid", f"{text}: figures no measurement gives, left out of the verdict: a rank with a broken "
                                "clock or memory, or a different build of hydra-train-bootstrap; its own report holds "
                                "what it measured", [r.rank for r in bad[:MAX_NAMED]])]
@@ -148,7 +160,7 @@ def _slow(figures: Sequence[RankFigures], max_skew: float) -> List[Finding]:
     slow.sort(key=lambda pair: pair[0].tflops / pair[1])  # type: ignore[operator]
     ratios = {r.rank: median / r.tflops for r, median in slow}  # type: ignore[operator]
     medians = {r.rank: median for r, median in slow}
-    text = _named([r for r, _ in slow], lambda r: f" is {ratios[r.rank]:.1f}x slower than the other ranks' median "
+    text = named([r for r, _ in slow], lambda r: f" is {ratios[r.rank]:.1f}x slower than the other ranks' median "
                                                   f"({_figure(r.tflops)} TFLOP/s against {_figure(medians[r.rank])})")
     return [Finding("slow", f"{text}, above {PRESET_KEY}.preflight.max_skew={max_skew:g}: another process on its "
                             f"CPUs or GPU, a throttling GPU (nvidia-smi -q -d PERFORMANCE), or a shared core?",
@@ -165,7 +177,7 @@ def _low_compute(figures: Sequence[RankFigures], floor: Optional[float], device:
     why = ("a GPU throttled or capped (nvidia-smi -q -d PERFORMANCE,POWER), another job on it, or matmuls "
            f"without TF32 ({PRESET_KEY}.torch.matmul_precision=high)") if device == "cuda" else \
         "fewer or busier CPUs than the floor assumes"
-    text = _named(low, lambda r: f" {_figure(r.tflops)} TFLOP/s")
+    text = named(low, lambda r: f" {_figure(r.tflops)} TFLOP/s")
     return [Finding("min_tflops", f"{text} in a matmul, under the floor {PRESET_KEY}.preflight.min_tflops={floor:g}: "
                                   f"{why}", [r.rank for r in low[:MAX_NAMED]])]
 
@@ -178,7 +190,7 @@ def _network(figures: Sequence[RankFigures], expected: Optional[str]) -> List[Fi
     wrong = [r for r in figures if r.network is not None and r.network != expected]
     if not wrong:
         return []
-    text = _named(wrong, lambda r: f" NCCL uses {r.network}")
+    text = named(wrong, lambda r: f" NCCL uses {r.network}")
     return [Finding("network", f"{text}, and {PRESET_KEY}.preflight.network={expected} expects {expected}: NCCL fell "
                                "back after its plugin or device was not found; read the 'NET/' lines of its log "
                                "(nccl.<host>.<pid>.log in the job's directory), and set NCCL_NET so that it fails "

@@ -64,6 +64,7 @@ class Row:
     preflight: str = ""  # the preflight check's status (ok | slow | faulty | skipped); "" in a report without one
     slowest_tflops: Optional[float] = None  # the slowest rank's matmul TFLOP/s, where the check measured
     bad_nodes: str = ""  # the nodes the preflight named, with why (facts.bad_nodes); "" when none
+    watch: str = ""  # what the watch named while the job trained (facts.watch_findings); "" when nothing
     environment: Dict[str, str] = field(default_factory=dict, compare=False)  # rank 0's (facts.environment)
     override_list: Optional[Tuple[str, ...]] = None  # each override, masked, as typed; None: not known
     ranks_apart: str = ""  # the ranks of this job whose packages differ from rank 0's ("rank 1 (node2)"); "" when none
@@ -133,6 +134,7 @@ def row_from_reports(job_dir: "os.PathLike[str] | str", reports: List[Report],
         preflight=first.preflight.status if first.preflight else "",
         slowest_tflops=first.preflight.slowest.tflops if first.preflight and first.preflight.slowest else None,
         bad_nodes=masked_line(facts.bad_nodes(first.preflight)),
+        watch=masked_line(facts.watch_findings(first.watch)),
         ranks_apart=_ranks_apart(reports),
     )
 

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import subprocess
+import time
 from typing import Any, Dict, Union
 
 import hydra
@@ -32,10 +33,40 @@ def train(cfg: DictConfig) -> Dict[str, Any]:
     model = Regressor(features=cfg.data.features, **cfg.model)
     # as lightning-hydra-template does: each entry of `callbacks` is instantiated (+callbacks.NAME._target_=...)
     callbacks = [hydra.utils.instantiate(c) for c in cfg.callbacks.values()]
+    if os.environ.get("APP_RANK1_BUSY_AFTER_S"):
+        callbacks.append(_SlowRank1Later(float(os.environ["APP_RANK1_BUSY_AFTER_S"])))
     trainer = L.Trainer(**OmegaConf.to_container(cfg.trainer, resolve=True), callbacks=callbacks)
-    _slow_rank1()
+    if not os.environ.get("APP_RANK1_BUSY_AFTER_S"):
+        _slow_rank1()
     trainer.fit(model, datamodule=datamodule)
     return dict(trainer.callback_metrics)
+
+
+class _SlowRank1Later(L.Callback):
+    """With ``APP_RANK1_BUSY_AFTER_S=S`` (tests/e2e/test_lightning.py's rank slowed mid-run): S seconds after its first
+    training batch, rank 1 moves to a session of its own and starts the ``APP_RANK1_BUSY_LOOPS`` busy processes there,
+    on its CPU, so that they share its core with it alone (with 8: a ninth of it left), and logs when. (Loops in
+    sessions of their own, or in the ranks' shared one, shift the scheduler's autogroup shares between both CPUs,
+    and rank 0 slowed 2x too.)"""
+
+    def __init__(self, after_s: float):
+        self.after_s, self.first = after_s, None
+
+    def on_train_batch_end(self, trainer: Any, *args: Any) -> None:
+        now = time.monotonic()
+        self.first = self.first if self.first is not None else now
+        if self.after_s and now - self.first >= self.after_s:
+            self.after_s = 0.0
+            loops, _, pids = os.environ.get("APP_RANK1_BUSY_LOOPS", "0:").partition(":")
+            if os.environ.get("LOCAL_RANK") == "1" and int(loops):
+                os.setsid()  # out of rank 0's session: its autogroup no longer shares rank 0's CPU time with the loops
+                with open("/proc/self/autogroup", "w") as group:
+                    group.write("-10")
+                started = [subprocess.Popen(["sh", "-c", "while :; do :; done"], stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL) for _ in range(int(loops))]
+                with open(pids, "w") as out:
+                    out.write(" ".join(str(loop.pid) for loop in started))
+                log.info("rank 1 slowed at %.2f s", now - self.first)
 
 
 def _slow_rank1() -> None:

@@ -27,7 +27,8 @@ SECTIONS = {
                    "gpu_driver"],
 }
 TOP = ["schema_version", "preset", "preset_digest", "resolved", "overrides", "device", "found", "checks", "lint",
-       "vars", "threads", "torch", "distributed", "seed", "preflight", "provenance", "warnings", "timings", "job"]
+       "vars", "threads", "torch", "distributed", "seed", "preflight", "provenance", "watch", "warnings", "timings",
+       "job"]
 
 
 @pytest.fixture(scope="module")

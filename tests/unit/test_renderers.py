@@ -211,6 +211,31 @@ def _peer_figures(sweep: Path) -> str:
     return "\n".join([*(f.message for f in found), mismatched.message]) + "\n" + outbound.to_json(record.to_json())
 
 
+def _peer_windows(sweep: Path) -> str:
+    """Every rank's window record as rank 0 reads it from the store (bootstrap.watch.figures), judged, and rank 0's
+    verdict as every other rank reads it back (bootstrap.watch.exchange)."""
+    import torch.distributed as dist
+
+    from bootstrap.doors.watch_report import Watch
+    from bootstrap.watch import exchange, figures
+    from bootstrap.watch.scores import Judge
+
+    hostile = f"h\n{FORGED} password={PLANTED['preflight']}"
+    sent = [figures.LAYOUT.pack(1, 1, 0, 0, 10, 0.05, 0.01, -1.0, 0.0, hostile.encode()),
+            figures.LAYOUT.pack(1, 1, 0, 0, 10, 0.05, 0.04, -1.0, 0.0, b"b"), b"\xff" * 3,
+            figures.LAYOUT.pack(9, 1, 2**40, 0, 10, float("nan"), 1e308, 1e12, 0.0, b"\x1b[2J" * 30)]
+    world = [figures.unpack(rank, 0, data) for rank, data in enumerate(sent)]
+    judge = Judge(threshold=0.5, consecutive=1)
+    found = judge.window(0, 2.0, world) + judge.invalid(0, [(w.rank, w.host, "; ".join(w.invalid)) for w in world
+                                                             if w.invalid]) + judge.absent(0, [(3, hostile)], 60)
+    header = figures.read_header(0, figures.header(world[0]))
+    store = dist.HashStore()
+    exchange.Exchange(store, "k", 0, 4).post_verdict(0, found, stop=False)
+    _, read = exchange.Exchange(store, "k", 1, 4).verdict()
+    record = Watch(findings=read, kept=judge.kept.windows())
+    return "\n".join([*(f.message for f in read), header.host]) + "\n" + outbound.to_json(record.to_json())
+
+
 def _driver_version(sweep: Path) -> str:
     """/proc/driver/nvidia/version, the kernel module's text (bootstrap.provenance.machine): only a version."""
     from bootstrap.doors import inbound
@@ -286,7 +311,7 @@ RENDERERS = {
     "doctor and the job's log table": _doctor_and_log_table,
     "the ranks' preflight figures": _peer_figures, "NCCL's log": _nccl_network,
     "the GPU driver's version": _driver_version, "NCCL's logs judged by the fabric rules": _fabric_findings,
-    "the shared exclusion file": _exclusion_file,
+    "the shared exclusion file": _exclusion_file, "the ranks' watch figures and rank 0's verdict": _peer_windows,
     "the GPU driver's version": _driver_version,
 }
 
@@ -366,6 +391,14 @@ READERS_OF_OTHERS_DATA = {
     "bootstrap/distributed/ledger.py": "the bad-node ledger's lines: 'the shared exclusion file'",
     "bootstrap/pictures/preflight.py": "the picture rank 0 sends its own drawing process on stdin: not others' data "
                                        "(cleaned when sent; its texts cleaned again when saved, canvas.save)",
+    "bootstrap/pictures/watch.py": "the watch's picture rank 0 sends its own drawing process: as the preflight's",
+    "bootstrap/pictures/canvas.py": "a drawing process's picture on its stdin (the preflight's, the watch's): as the "
+                                    "preflight's",
+    "bootstrap/watch/figures.py": "every rank's window record in the store: 'the ranks' watch figures and rank 0's "
+                                  "verdict'",
+    "bootstrap/watch/exchange.py": "rank 0's verdict in the store: 'the ranks' watch figures and rank 0's verdict'",
+    "bootstrap/core/nodes.py": "the job directory's own bad_nodes.jsonl, which rank 0 wrote, read to add to it: its "
+                               "lines through badnodes.parse, as 'the shared exclusion file'",
 }
 _READS = re.compile(r"\b(?:read_report|from_json|exchange|parse_json_bytes|read_json|read_yaml_mapping|"
                     r"read_string_list|read_pickled_data|read_private_bytes|read_text|store\.get|compare_set|unpack_record|"

@@ -66,6 +66,14 @@ WAITS = {
                                                      "(gloo's never says it is completed): what is left of the Deadline",
     ("bootstrap/preflight/measure.py", "dist.new_group"): "timeout=what is left of the preflight's Deadline",
     ("bootstrap/preflight/check.py", "measure.new_group"): "what is left of the preflight's Deadline",
+    ("bootstrap/watch/watcher.py", "self._stopped.wait"): "a window (env.watch.window_s), in the watch's daemon "
+                                                          "thread; the job's end sets the event",
+    ("bootstrap/watch/watcher.py", "self._thread.join"): "JOIN_S, once the watch was told to stop",
+    ("bootstrap/watch/probe.py", "self._thread.join"): "1 s, once the listener's socket is closed (its accept wakes "
+                                                       "within 0.5 s)",
+    ("bootstrap/watch/exchange.py", "self.store.get"): "only after store.check found the key (or its counter said "
+                                                       "rank 0 set it): no wait",
+    ("bootstrap/watch/exchange.py", "self.store.multi_get"): "only keys store.check found: no wait",
     ("bootstrap/preflight/check.py", "dist.destroy_process_group"):
         "the check's own group: after a collective a peer never matched, its timeout, what was left of the budget",
 }
