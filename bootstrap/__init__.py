@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from bootstrap.adapter.resolvers import register as _register_resolvers
 from bootstrap.core.schema import EnvConfig
-from bootstrap.core.schema import register as _register_schema
+from bootstrap.core.config_store import register as _register_schema
 from bootstrap.doors.errors import (
     BadNodeError,
     BootstrapError,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from bootstrap.core import report
-from bootstrap.distributed import badnodes, ledger, nodename, requeue
+from bootstrap.distributed import badnodes, hostlist, ledger, nodename, requeue
 from bootstrap.distributed.launchvars import slurm_attempt
 from bootstrap.doors import inbound, outbound, records
 from bootstrap.doors.errors import BadNodeError, BootstrapError, ConfigError, PreflightError, RequeuedError
@@ -179,14 +179,34 @@ def observe(preset: EnvConfig, plan: Plan, made: List[ledger.Observation], key: 
     if plan.launch.rank == 0:
         lines = [outbound.clean(seen.to_json(), one_line=True) for seen in made]  # secrets masked
         if plan.output_dir:
-            outbound.write_text(Path(plan.output_dir) / badnodes.RECORD_NAME, "".join(line + "\n" for line in lines))
-            if excluded:
-                outbound.write_text(Path(plan.output_dir) / badnodes.EXCLUDE_NAME,
-                                    badnodes.exclude_text(excluded) + "\n")
+            _add_to_job_records(Path(plan.output_dir), lines, list(excluded))
         if wanted.exclude_file is not None:
             for line in add(Path(wanted.exclude_file), lines, now, rule(preset), preset.distributed.timeout_s, where):
                 report.warn(warnings, line)
     return made, excluded, said
+
+
+def _add_to_job_records(run_dir: Path, lines: List[str], excluded: List[str]) -> None:
+    """Add this job's observations to its ``bad_nodes.jsonl`` and the nodes they exclude to its ``exclude.txt``: the
+    preflight writes them first, and the watch adds its findings' to the same job's files as it trains. The files
+    are this job's own: what cannot be read back of them (removed, or not the job's) starts them anew."""
+    record, exclude = run_dir / badnodes.RECORD_NAME, run_dir / badnodes.EXCLUDE_NAME
+    earlier = _own_text(record, ledger.MAX_LINE * 64).splitlines()
+    outbound.write_text(record, "".join(line + "\n" for line in [*earlier, *lines] if line.strip()))
+    if excluded:
+        text = _own_text(exclude, 2**16).strip()
+        try:
+            before = hostlist.expand(text, badnodes.EXCLUDE_NAME) if text else []
+        except ConfigError:
+            before = []
+        outbound.write_text(exclude, badnodes.exclude_text(dict.fromkeys([*before, *excluded])) + "\n")
+
+
+def _own_text(path: Path, limit: int) -> str:
+    try:
+        return inbound.read_text(path, limit)
+    except inbound.Unreadable:
+        return ""
 
 
 def _stop(preset: EnvConfig, plan: Plan, observed: List[ledger.Observation], excluded: Dict[str, str],

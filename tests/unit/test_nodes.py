@@ -13,11 +13,11 @@ import pytest
 
 from bootstrap.core import facts, nodes
 from bootstrap.core.plan import make_plan
-from bootstrap.core.schema import EnvConfig, Nodes, OnBad, load, validate
+from bootstrap.core.schema import EnvConfig, Nodes, OnBad, Watch, WatchMode, load, validate
 from bootstrap.distributed import nodename
 from bootstrap.distributed.launcher import Launch, Launcher
 from bootstrap.doors import records
-from bootstrap.doors.errors import BadNodeError, ConfigError, PreflightError
+from bootstrap.doors.errors import BadNodeError, ConfigError, PreflightError, WatchError
 from bootstrap.variables.readers import ProcessState
 
 
@@ -274,7 +274,7 @@ def test_requeue_outside_slurm_stops_saying_so(tmp_path):
 
 def _watch_preset(path, mode):
     preset = _preset(path)
-    preset.watch = SimpleNamespace(mode=SimpleNamespace(value=mode))  # env.watch (issue 48's), as the watch's schema
+    preset.watch = Watch(mode=WatchMode(mode))  # env.watch (issue 48's)
     return preset
 
 
@@ -289,7 +289,7 @@ def test_the_watch_s_findings_are_soft_evidence_and_stop_the_job_only_under_erro
     assert nodes.at_start(_preset(shared), "env", [], "node3") is None  # a watch finding alone bans no node
     stopped = nodes.after_watch(_watch_preset(shared, "error"), _plan(tmp_path, job="run2"), findings, "env",
                                 warnings, {})
-    assert isinstance(stopped, PreflightError) and warnings == []
+    assert isinstance(stopped, WatchError) and warnings == []
     assert str(stopped).startswith("watch: rank 3 (node3) scores 0.31 for 4 windows\nbad nodes: node3 excluded")
     assert nodes.at_start(_preset(shared), "env", [], "node3") is not None  # two jobs' windows: evidence
 

@@ -379,7 +379,7 @@ READERS_OF_OTHERS_DATA = {
     "bootstrap/distributed/flightrec.py": "a peer's request for dumps: compared, never shown",
     "bootstrap/core/report.py": "GroupAtEnd.from_json of this process's own group: not others' data",
     "bootstrap/variables/exportkey.py": "the export key file (tests/unit/test_exportkey.py): never shown",
-    "bootstrap/core/schema.py": "the presets this package ships: its own files",
+    "bootstrap/core/config_store.py": "the presets this package ships: its own files",
     "bootstrap/preflight/figures.py": "every rank's preflight figures from the gather: 'the ranks' preflight figures'",
     "bootstrap/preflight/measure.py": "/proc/meminfo, the kernel's: one number (MemAvailable), never shown",
     "bootstrap/fabric/nccl_log.py": "NCCL's own log: 'NCCL's log'; logs a person names (doctor --nccl-log): "
@@ -397,8 +397,8 @@ READERS_OF_OTHERS_DATA = {
     "bootstrap/watch/figures.py": "every rank's window record in the store: 'the ranks' watch figures and rank 0's "
                                   "verdict'",
     "bootstrap/watch/exchange.py": "rank 0's verdict in the store: 'the ranks' watch figures and rank 0's verdict'",
-    "bootstrap/core/nodes.py": "the job directory's own bad_nodes.jsonl, which rank 0 wrote, read to add to it: its "
-                               "lines through badnodes.parse, as 'the shared exclusion file'",
+    "bootstrap/core/nodes.py": "the job directory's own bad_nodes.jsonl and exclude.txt, which rank 0 wrote, read back "
+                               "to add to them (bounded; exclude.txt through hostlist.expand), never shown",
 }
 _READS = re.compile(r"\b(?:read_report|from_json|exchange|parse_json_bytes|read_json|read_yaml_mapping|"
                     r"read_string_list|read_pickled_data|read_private_bytes|read_text|store\.get|compare_set|unpack_record|"
