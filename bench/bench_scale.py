@@ -142,7 +142,27 @@ def _fit(worlds, walls) -> tuple:
     return mean_t - slope * mean_w, slope
 
 
+def verdict_s(world: int, repeats: int = 3) -> float:
+    """The preflight's verdict over ``world`` ranks' figures, one of them slow: the best of ``repeats``
+    (tests/unit/test_preflight.py checks what it finds at 10,000 ranks; this, how long it takes)."""
+    from bootstrap.preflight.figures import Compute, RankFigures
+    from bootstrap.preflight.request import Floors
+    from bootstrap.preflight.verdict import judge
+
+    figures = [RankFigures(rank=r, host=f"node{r // 8}", compute=Compute.OK, tflops=100.0 + r % 13, busbw_gbps=300.0)
+               for r in range(world)]
+    figures[world // 2].tflops = 20.0
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        judge(figures, Floors(), 1.5, "cuda", "nccl")
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
 def scale(quick: bool) -> dict:
+    small, large = (100, 1000) if quick else (1000, 10_000)
+    verdicts = {small: verdict_s(small), large: verdict_s(large)}
     worlds = [4, 16] if quick else [64, 256, 1024, 2048]
     measured = [one_world(world, odd=3) for world in worlds]
     per_rank = {phase: sorted({m[phase]["max_ops"] for m in measured}) for phase in PHASES}
@@ -165,6 +185,8 @@ def scale(quick: bool) -> dict:
         f"rank0_host_s_at_{TARGET_WORLD}": ops_alike * TARGET_WORLD / ops_per_s,
         "fit_wall_s": {"a": a, "b_per_rank": b},
         f"wall_s_at_{TARGET_WORLD}_extrapolated": a + b * TARGET_WORLD,
+        "verdict_s": {str(world): seconds for world, seconds in verdicts.items()},
+        "verdict_scale": verdicts[large] / verdicts[small],  # 10x the ranks: 10 is linear
     }
 
 

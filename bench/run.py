@@ -524,6 +524,8 @@ TARGETS = [  # (benchmark, result key, target text, passes?)
     ("preflight", "within_budget", "every run within env.preflight.seconds", lambda v: v == 1.0),
     ("provenance", "ratio", "≤ 1.03× provenance off (train_stub, a short training run)", lambda v: v <= 1.03),
     ("scale", "per_rank_ops_constant", "each rank's store operations the same at every world size", lambda v: v == 1.0),
+    ("scale", "verdict_scale", "≤ 12× (the preflight's verdict over 10,000 ranks' figures vs 1,000)",
+     lambda v: v <= 12),
     ("trackers", "mlflow_share", "≤ 0.02 of the job (tags at start_run, the artifact at the end)", lambda v: v <= 0.02),
     ("trackers", "wandb_share", "≤ 0.02 of the job (an offline run's config and file at the end)", lambda v: v <= 0.02),
     ("trackers", "lightning_share", "≤ 0.02 of the job (Trainer.fit, CSV and TensorBoard loggers)",

@@ -18,6 +18,9 @@ from typing import Iterator, Optional
 import pytest
 from hypothesis import settings
 
+import processes
+import timing
+
 # Property tests assert what holds, not how fast: a loaded 2-core CI machine must not fail them on time.
 settings.register_profile("bootstrap", deadline=None)
 settings.load_profile("bootstrap")
@@ -38,6 +41,11 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+def pytest_configure(config):
+    config.pluginmanager.register(processes, "bootstrap-processes")  # every test's processes end with it
+    timing.register(config)  # BOOTSTRAP_TEST_TIMES=DIR: where the time goes (tests/durations.py)
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         parents = Path(item.path).resolve().parents
@@ -45,6 +53,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.e2e)
         if CLUSTER in parents:
             item.add_marker(pytest.mark.cluster)
+    timing.order(items)  # the costliest modules first (tests/costs.json)
 
 
 # -- optional parts: a test that needs one says which extra --------------------------------------------------------
@@ -221,13 +230,15 @@ def _lock_cores(exclusive: bool) -> None:
     import fcntl
     import time
 
-    deadline = time.monotonic() + CORES_WAIT_S
+    started = time.monotonic()
+    deadline = started + CORES_WAIT_S
     handle = _HELD.setdefault("cores", open(CORES_LOCK, "a"))
     with open(TURN, "a") as turn:
         _flock(turn, fcntl.LOCK_EX, deadline)
         _flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, deadline)
         if exclusive:  # the turnstile stays shut while this test has the cores alone: kept open in _HELD
             _HELD["turn"] = os.dup(turn.fileno())
+    timing.WAITED[0] += time.monotonic() - started
 
 
 def _unlock_cores() -> None:

@@ -142,7 +142,17 @@ def _exchange(facts: Facts, launch: Launch, base: dict, via: str, when: str,
     record = outcome(compared, reference.host, exchanged.odd, exchanged.odd_count, launch.world_size, policy)
     if policy == "off" and record.status == Status.AGREED:
         record.status = Status.OFF  # every rank runs under off: nothing was compared
-    return _with(record, base, via=via, when=when), (store if ours else None)
+    return _with(record, base, via=via, when=when), (_keyed(store, key) if ours else None)
+
+
+def _keyed(store: Store, key: str) -> Store:
+    """The group's store under this check's own key. torch names every default group "0" again (its counter restarts
+    when a group is destroyed), and torchrun's agent hosts one store for the worker's life: so the jobs of a
+    one-process sweep under torchrun would each make their group under the same keys, and the third read the
+    second's addresses and hung in init_process_group (measured: ``-m`` with three jobs)."""
+    import torch.distributed as dist
+
+    return dist.PrefixStore(f"{key}/group", store)
 
 
 def _against_report(output_dir: Optional[os.PathLike], own: Dict[str, str], launch: Launch, base: dict,

@@ -1,9 +1,9 @@
 """The multi-node promises on a real network: three nodes with their own hostnames, each rank's traffic over
 its node's veth, launched by torchrun (c10d rendezvous, one agent per node) and by a real ``srun``.
 
-- one run directory for every node's ranks, each rank's files naming its host;
+- one run directory for every node's ranks, each rank's files naming its host; provenance: one node has an extra
+  package, and ``bootstrap diff`` and the sweep summary name it (one healthy job per launcher shows both);
 - drift: one node exports another NCCL_ALGO, and the job stops naming that node's rank and host;
-- provenance: one node has an extra package, and ``bootstrap diff`` and the sweep summary name it;
 - a node cut off mid-job: the others stop within ``env.distributed.timeout_s`` (plus the flight recorder's
   wait for the peers' dumps), their reports name the node's rank absent, and ``bootstrap hang`` names it.
 """
@@ -35,11 +35,23 @@ def stub(run_dir: Path, *overrides: str) -> list:
     return [sys.executable, str(STUB), f"hydra.run.dir={run_dir}", *overrides]
 
 
-@pytest.mark.parametrize("launcher", LAUNCHERS)
-def test_ranks_on_three_nodes_share_one_run_directory_and_each_names_its_host(request, cluster, launcher,
-                                                                            tmp_path):
-    run_dir = tmp_path / "run"
-    finished = launch(request, cluster, launcher, stub(run_dir, *SMALL), tmp_path)
+@pytest.fixture(scope="module", params=LAUNCHERS)
+def healthy(request, cluster, tmp_path_factory):
+    """One job on the three nodes per launcher, read by the tests below: it trains, and node3 has one more package
+    than the others (its PYTHONPATH holds an extra distribution), which the ranks' agreement only warns of.
+    (launcher, work directory, run directory, what each node's launch printed)."""
+    launcher, work = request.param, tmp_path_factory.mktemp(f"healthy-{request.param}")
+    site = work / "site" / "fakepkg-1.0.dist-info"
+    site.mkdir(parents=True)
+    (site / "METADATA").write_text("Metadata-Version: 2.1\nName: fakepkg\nVersion: 1.0\n")
+    run_dir = work / "sweep" / "run"
+    finished = launch(request, cluster, launcher, stub(run_dir, *SMALL, "env.distributed.agree=warn"), work,
+                      exports={"node3": {"PYTHONPATH": str(site.parent)}})
+    return launcher, work, run_dir, finished
+
+
+def test_ranks_on_three_nodes_share_one_run_directory_and_each_names_its_host(healthy):
+    launcher, _, run_dir, finished = healthy
     assert all(f.returncode == 0 for f in finished), "\n".join(f.output[-3000:] for f in finished)
     reports = jobs.rank_reports(run_dir, 3)
     assert [r["distributed"]["launcher"] for r in reports] == [{"torchrun": "torchrun", "srun": "slurm"}[launcher]] * 3
@@ -74,14 +86,8 @@ def test_a_node_that_exports_another_nccl_algo_stops_the_job_naming_its_rank_and
     assert "odd one out: rank 1 (node2)" in output and "frame #0" not in output, output[-4000:]
 
 
-@pytest.mark.parametrize("launcher", LAUNCHERS)
-def test_a_node_with_an_extra_package_is_named_by_diff_and_the_summary(request, cluster, launcher, tmp_path):
-    site = tmp_path / "site" / "fakepkg-1.0.dist-info"
-    site.mkdir(parents=True)
-    (site / "METADATA").write_text("Metadata-Version: 2.1\nName: fakepkg\nVersion: 1.0\n")
-    run_dir = tmp_path / "sweep" / "run"
-    finished = launch(request, cluster, launcher, stub(run_dir, *SMALL, "env.distributed.agree=warn"), tmp_path,
-                      exports={"node3": {"PYTHONPATH": str(site.parent)}})
+def test_a_node_with_an_extra_package_is_named_by_diff_and_the_summary(healthy):
+    _, work, run_dir, finished = healthy
     assert all(f.returncode == 0 for f in finished), "\n".join(f.output[-3000:] for f in finished)
     reports = jobs.rank_reports(run_dir, 3)
     assert "fakepkg==1.0" in (run_dir / "packages.rank2.txt").read_text().splitlines()
@@ -89,7 +95,7 @@ def test_a_node_with_an_extra_package_is_named_by_diff_and_the_summary(request, 
     diff = subprocess.run([sys.executable, "-m", "bootstrap", "diff", str(run_dir), str(run_dir), "--rank", "2"],
                           capture_output=True, text=True, env=clean_env(), timeout=120)
     assert "packages differ from rank 0's on rank 2 (node3)" in diff.stdout, diff.stdout + diff.stderr
-    summary = subprocess.run([sys.executable, "-m", "bootstrap", "summary", str(tmp_path / "sweep"), "--no-plot"],
+    summary = subprocess.run([sys.executable, "-m", "bootstrap", "summary", str(work / "sweep"), "--no-plot"],
                              capture_output=True, text=True, env=clean_env(), timeout=120)
     assert summary.returncode == 0, summary.stderr
     assert "- job run: rank 2 (node3)" in summary.stdout, summary.stdout

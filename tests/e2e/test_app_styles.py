@@ -116,13 +116,22 @@ def test_a_failed_check_under_the_ray_launcher_runs_once_with_one_message(tmp_pa
     assert len(reports) == 1 and json.loads(reports[0].read_text())["job"]["status"] == "check_failed"
 
 
-def test_ray_launcher_jobs_report_rays_values_as_rays_and_an_explicit_count_rules_every_library(tmp_path,
-                                                                                               ray_launcher):
+@pytest.fixture(scope="module")
+def ray_sweep(tmp_path_factory, ray_launcher):
+    """One sweep on one local Ray cluster, read by two tests: two thread counts (auto, 2) by two secret values
+    of a variable whose name says secret (each job's own, in the launcher's own log line per job)."""
+    tmp_path = tmp_path_factory.mktemp("ray")
     sweep = tmp_path / "sweep"
-    proc = run([STUB, "-m", *RAY, f"hydra.sweep.dir={sweep}", "train.steps=1", "env.threads.intra_op=auto,2"],
-               tmp_path, timeout=300)
+    proc = run([STUB, "-m", *RAY, f"hydra.sweep.dir={sweep}", "train.steps=1", "env.threads.intra_op=auto,2",
+                "+env.vars.MY_API_KEY=k_PLANTED_one,k_PLANTED_two"], tmp_path, timeout=300)
+    return proc, sweep
+
+
+def test_ray_launcher_jobs_report_rays_values_as_rays_and_an_explicit_count_rules_every_library(ray_sweep):
+    proc, sweep = ray_sweep
     assert proc.returncode == 0, proc.stderr[-3000:]
-    auto, two = (json.loads((sweep / str(n) / "bootstrap.json").read_text()) for n in (0, 1))
+    # the jobs in the sweep's order: (auto, one), (auto, two), (2, one), (2, two)
+    auto, two = (json.loads((sweep / str(n) / "bootstrap.json").read_text()) for n in (0, 2))
     assert auto["distributed"]["launcher"] == two["distributed"]["launcher"] == "ray_task"
     # Ray set OMP_NUM_THREADS=1 (the task's one CPU): Ray's, not the user's shell
     assert auto["vars"]["OMP_NUM_THREADS"]["source"] == "launcher" and auto["vars"]["OMP_NUM_THREADS"]["value"] == "1"
@@ -132,6 +141,18 @@ def test_ray_launcher_jobs_report_rays_values_as_rays_and_an_explicit_count_rule
     assert {name: (two["vars"][name]["value"], two["vars"][name]["source"])
             for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")} == \
         {"OMP_NUM_THREADS": ("2", "override"), "MKL_NUM_THREADS": ("2", "override")}
+
+
+def test_a_secret_override_under_the_ray_launcher_is_masked(ray_sweep):
+    proc, sweep = ray_sweep
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    output = proc.stdout + proc.stderr
+    assert "#0 : " in output and "+env.vars.MY_API_KEY=***" in output  # hydra_ray_launcher's own log line
+    assert "PLANTED" not in output
+    written = {p: p.read_text("utf-8", "replace") for p in sweep.rglob("*")  # but Hydra's records of the command
+               if p.is_file() and ".hydra" not in p.parts and p.name != "multirun.yaml"}
+    for path, text in written.items():
+        assert "PLANTED" not in text, path
 
 
 # -- hydra-optuna-sweeper: the sweeper's own direction ------------------------------------------

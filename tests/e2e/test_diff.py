@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STUB, clean_env
+from conftest import STUB, _main_here, clean_env
 
 TRACEBACK = "Traceback (most recent call last)"
 SECRET = "hf_" + "S3cr3tT0k3nV4lu3" * 2
@@ -24,9 +24,20 @@ def train(tmp_path: Path, name: str, *overrides: str) -> Path:
     return out_dir
 
 
-def bootstrap_diff(*args, cwd: Path) -> subprocess.CompletedProcess:
+def diff_process(*args, cwd: Path) -> subprocess.CompletedProcess:
+    """``python -m bootstrap diff ARGS``, a process of its own (the first test's: the command as a user runs it)."""
     return subprocess.run([sys.executable, "-m", "bootstrap", "diff", *map(str, args)], capture_output=True,
                           text=True, cwd=cwd, env=clean_env(), timeout=120)
+
+
+@pytest.fixture
+def bootstrap_diff(capsys, monkeypatch):
+    """``bootstrap diff ARGS`` in this process (its code path, minus the interpreter's start: conftest's
+    ``_main_here``), on the real runs: exit status, stdout, stderr."""
+    from bootstrap.cli import diff
+
+    run = _main_here(diff.main, capsys, monkeypatch)
+    return lambda *args, cwd: run(*map(str, args), cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +51,7 @@ def runs(tmp_path_factory):
 
 def test_two_runs_that_differ_in_intra_op_name_the_threads_and_exit_1(runs):
     tmp_path, run = runs
-    proc = bootstrap_diff(run["same_a"], run["one_thread"], cwd=tmp_path)
+    proc = diff_process(run["same_a"], run["one_thread"], cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
     assert "threads and CPUs" in lines and "variables (with their sources)" in lines
@@ -52,7 +63,7 @@ def test_two_runs_that_differ_in_intra_op_name_the_threads_and_exit_1(runs):
     assert lines[-1].endswith("differences " + LEFT_OUT)
 
 
-def test_two_separate_runs_with_the_same_overrides_are_the_same_unless_all(runs):
+def test_two_separate_runs_with_the_same_overrides_are_the_same_unless_all(runs, bootstrap_diff):
     tmp_path, run = runs
     proc = bootstrap_diff(run["same_a"], run["same_b"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -63,7 +74,7 @@ def test_two_separate_runs_with_the_same_overrides_are_the_same_unless_all(runs)
     assert str(run["same_a"]) not in every.stdout.split("\n", 2)[2]  # directories never count as a difference
 
 
-def test_json_output_parses_and_holds_no_secret(runs):
+def test_json_output_parses_and_holds_no_secret(runs, bootstrap_diff):
     tmp_path, run = runs
     proc = bootstrap_diff(run["one_thread"], run["same_a"], "--json", cwd=tmp_path)
     assert proc.returncode == 1 and SECRET not in proc.stdout
@@ -74,7 +85,7 @@ def test_json_output_parses_and_holds_no_secret(runs):
     assert {"name": "HF_TOKEN", "a": "*** (override)", "b": "unset"} in answer["sections"]["variables"]
 
 
-def test_here_on_a_real_run_finds_nothing_changed_and_names_a_change_asked_for(runs):
+def test_here_on_a_real_run_finds_nothing_changed_and_names_a_change_asked_for(runs, bootstrap_diff):
     tmp_path, run = runs
     proc = bootstrap_diff(run["same_a"], "--here", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -86,7 +97,7 @@ def test_here_on_a_real_run_finds_nothing_changed_and_names_a_change_asked_for(r
     assert SECRET not in refused.stdout + refused.stderr and TRACEBACK not in refused.stderr
 
 
-def test_hostile_inputs_exit_2_with_a_one_line_message(runs):
+def test_hostile_inputs_exit_2_with_a_one_line_message(runs, bootstrap_diff):
     tmp_path, run = runs
     hostile = tmp_path / "hostile"
     cases = {}
@@ -125,7 +136,7 @@ def write_app(tmp_path: Path) -> Path:
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable CPUs to pin one")
-def test_a_sweep_whose_later_jobs_ran_on_fewer_cpus_than_the_first_says_so(tmp_path):
+def test_a_sweep_whose_later_jobs_ran_on_fewer_cpus_than_the_first_says_so(tmp_path, bootstrap_diff):
     # The basic launcher runs every job in one process. The bootstrap puts back the environment after
     # each job, but not the CPU affinity a task set (it never sets one): jobs 1 and 2 start pinned to the
     # one core job 0's task chose, with fewer threads, though no override of theirs asked for it.

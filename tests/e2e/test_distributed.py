@@ -74,15 +74,19 @@ def test_submitit_local_two_tasks_per_job(tmp_path):
 
 
 def test_one_process_multirun_creates_and_tears_down_a_group_per_job(tmp_path):
+    # Under torchrun every job of each rank's one-process sweep makes its group on the agent's one store, and torch
+    # names every default group alike: the third job's group hung on the second's keys until each job's group got
+    # its own (bootstrap.core.agreement).
     sweep_dir = tmp_path / "sweep"
-    proc = run([sys.executable, str(STUB), "-m", "env.distributed.init=always", "env.seed=1,2", "train.steps=2",
-                f"hydra.sweep.dir={sweep_dir}"], cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    proc = run([*TORCHRUN, str(STUB), "-m", "env.seed=1,2,3", "train.steps=2", f"hydra.sweep.dir={sweep_dir}"],
+               cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     assert "already initialized" not in proc.stderr
-    reports = [json.loads((sweep_dir / job / "bootstrap.json").read_text()) for job in ("0", "1")]
-    assert [(r["distributed"]["process_group"], r["distributed"]["teardown"]) for r in reports] == \
-        [("created", "destroyed")] * 2  # made, then torn down
-    assert [r["job"]["status"] for r in reports] == ["completed", "completed"]
+    reports = [json.loads((sweep_dir / job / f"bootstrap.rank{rank}.json").read_text())
+               for job in ("0", "1", "2") for rank in (0, 1)]
+    assert [(r["distributed"]["process_group"], r["distributed"]["teardown"], r["job"]["status"]) for r in reports] \
+        == [("created", "destroyed", "completed")] * 6  # made, then torn down, in every job
+    assert [r["seed"]["value"] for r in reports] == [1, 1, 2, 2, 3, 3]
 
 
 def test_a_failing_rank_does_not_hang_the_others(tmp_path):

@@ -121,11 +121,14 @@ main()
 """
 
 
+JOBS = 100  # a leak of 0.1 MB a job shows as 10 MB; the threshold below is per job
+
+
 def long_sweeps(app: Path, sweeps: dict) -> dict:
-    """Run one 200-job sweep per ``{sweep_dir: overrides}`` at the same time (each is one mostly
+    """Run one JOBS-job sweep per ``{sweep_dir: overrides}`` at the same time (each is one mostly
     single-threaded process); return each sweep's {job number: what the job observed}."""
     procs = {sweep_dir: subprocess.Popen(
-        [sys.executable, str(app / "probe_app.py"), "-m", "+seed_sweep=range(0,200)", "+env=cpu_debug",
+        [sys.executable, str(app / "probe_app.py"), "-m", f"+seed_sweep=range(0,{JOBS})", "+env=cpu_debug",
          f"hydra.sweep.dir={sweep_dir}", *overrides], cwd=app, env=clean_env(), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True) for sweep_dir, overrides in sweeps.items()}
     observed = {}
@@ -144,29 +147,31 @@ def long_sweeps(app: Path, sweeps: dict) -> dict:
 
 
 @pytest.mark.slow
-def test_a_200_job_one_process_sweep_leaks_nothing(tmp_path):
+def test_a_long_one_process_sweep_leaks_nothing(tmp_path):
     """Hydra's basic launcher keeps every job's result, config included, until the sweep
     ends (about 0.1 MB a job here), so the same sweep without the bootstrap is the baseline:
-    what the bootstrap adds must stay under 20 MB, and file descriptors and threads flat."""
+    what the bootstrap adds must stay under 0.1 MB a job (20 MB over 200 jobs, the bound this test had when it
+    ran 200), and file descriptors and threads flat."""
     app = tmp_path / "app"
     shutil.copytree(APP, app)
     (app / "probe_app.py").write_text(PROBE_APP)
     sweeps = long_sweeps(app, {tmp_path / "ours": ["hydra/callbacks=bootstrap"], tmp_path / "baseline": []})
     ours, baseline = sweeps[tmp_path / "ours"], sweeps[tmp_path / "baseline"]
-    assert sorted(ours) == sorted(baseline) == list(range(200))
+    assert sorted(ours) == sorted(baseline) == list(range(JOBS))
 
-    growth = {name: (runs[199]["rss_kb"] - runs[20]["rss_kb"]) / 1024 for name, runs in
+    first, last = 20, JOBS - 1  # past the first jobs' warm-up (imports, caches)
+    growth = {name: (runs[last]["rss_kb"] - runs[first]["rss_kb"]) / 1024 for name, runs in
               (("ours", ours), ("baseline", baseline))}
-    assert growth["ours"] - growth["baseline"] < 20, growth
-    first, last = ours[20], ours[199]
-    assert last["fds"] <= first["fds"], (first, last)
-    assert (last["threads"], last["python_threads"]) <= (first["threads"], first["python_threads"]), (first, last)
-    for num in range(200):
+    assert growth["ours"] - growth["baseline"] < 0.1 * (last - first), growth
+    assert ours[last]["fds"] <= ours[first]["fds"], (ours[first], ours[last])
+    assert (ours[last]["threads"], ours[last]["python_threads"]) <= (ours[first]["threads"],
+                                                                     ours[first]["python_threads"])
+    for num in range(JOBS):
         report = json.loads((tmp_path / "ours" / str(num) / "bootstrap.json").read_text())
         assert report["job"]["status"] == "completed"
         assert report["overrides"] == [f"+seed_sweep={num}", "+env=cpu_debug"]
         assert ours[num]["num_threads"] == report["threads"]["intra_op"]
-    assert len((tmp_path / "ours" / "sweep_summary.csv").read_text().splitlines()) == 201
+    assert len((tmp_path / "ours" / "sweep_summary.csv").read_text().splitlines()) == JOBS + 1
 
 
 SECRETS = {"HF_TOKEN": "hf_PLANTED_hub", "WANDB_API_KEY": "wandb_PLANTED_key",

@@ -1,10 +1,12 @@
 """End to end: the real train_stub.py, the real Hydra callback, in a subprocess."""
 import os
+import subprocess
+import sys
 
 import pytest
 
 from bad_inputs import BAD_INPUTS, WORLD_WITHOUT_PORT, user_conf
-from conftest import clean_env
+from conftest import STUB, Run, clean_env
 
 TRACEBACK = "Traceback (most recent call last)"
 TRAINING_LOG = "step 0  loss"
@@ -38,10 +40,22 @@ def test_h100_on_this_cpu_machine_stops_before_the_task(run_stub):
     assert (job["status"], job["metrics"]) == ("check_failed", {}) and "needs CUDA" in job["error"]
 
 
-def test_a_torch_setting_given_on_the_command_line_is_applied_and_reported(run_stub):
-    run = run_stub("env.torch.detect_anomaly=true", "train.steps=3")
-    assert run.returncode == 0, run.output
-    assert run.report["torch"]["detect_anomaly"] is True and run.report["job"]["status"] == "completed"
+# One run, read by three tests: a torch setting, one intra-op thread and two secrets, all given on the command line.
+SECRET_OVERRIDES = ("+env.vars.HF_TOKEN=hf_planted_secret", "+env.vars.MY_API_KEY=planted_key")
+
+
+@pytest.fixture(scope="module")
+def given(tmp_path_factory):
+    out = tmp_path_factory.mktemp("given")
+    proc = subprocess.run([sys.executable, str(STUB), f"hydra.run.dir={out / 'out'}", "env.torch.detect_anomaly=true",
+                           "env.threads.intra_op=1", "train.steps=3", *SECRET_OVERRIDES], capture_output=True,
+                          text=True, cwd=out, env=clean_env(), timeout=120)
+    return Run(proc.returncode, proc.stdout, proc.stderr, out / "out")
+
+
+def test_a_torch_setting_given_on_the_command_line_is_applied_and_reported(given):
+    assert given.returncode == 0, given.output
+    assert given.report["torch"]["detect_anomaly"] is True and given.report["job"]["status"] == "completed"
 
 
 def test_full_error_shows_the_traceback(run_stub):
@@ -57,25 +71,36 @@ def test_h100_with_warn_runs_the_task(run_stub):
     assert [c["name"] for c in run.report["checks"] if not c["ok"]] == ["device", "cuda", "compute_capability", "gpus"]
 
 
-def test_one_intra_op_thread_inside_the_task(run_stub):
-    run = run_stub("env.threads.intra_op=1", "train.steps=3")
+def test_one_intra_op_thread_inside_the_task(given):
+    run = given
     assert run.returncode == 0, run.output
     assert run.report["job"]["metrics"]["num_threads"] == 1  # read by the task itself
     assert run.report["threads"]["intra_op"] == 1
     assert run.report["vars"]["OMP_NUM_THREADS"]["value"] == "1"
 
 
-def test_precedence_in_a_real_job_shell_and_env_set_beat_the_preset_and_the_command_line_beats_both(
-        run_stub, tmp_path):
+@pytest.fixture(scope="module")
+def layered(tmp_path_factory):
+    """A job of a user's preset that sets variables the shell, env_set and the command line set too, with
+    train.steps=0 (the bootstrap alone)."""
+    tmp_path = tmp_path_factory.mktemp("layered")
     layered_conf = tmp_path / "precedence_conf"
     (layered_conf / "env").mkdir(parents=True)
     (layered_conf / "env" / "layered.yaml").write_text(
         "defaults:\n  - cpu_debug\n  - _self_\nvars:\n  FROM_SHELL: preset\n  FROM_ENV_SET: preset\n"
         "  FROM_COMMAND_LINE: preset\n  TORCH_DISTRIBUTED_DEBUG: DETAIL\n")
-    run = run_stub(f"hydra.searchpath=[file://{layered_conf}]", "env=layered", "train.steps=0",
-                   "+hydra.job.env_set.FROM_ENV_SET=env_set", "env.vars.FROM_COMMAND_LINE=command_line",
-                   "env.vars.TORCH_DISTRIBUTED_DEBUG=INFO", "+env.vars.MY_FLAG=true",
-                   env=clean_env(FROM_SHELL="shell", FROM_COMMAND_LINE="shell", TORCH_DISTRIBUTED_DEBUG="OFF"))
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, str(STUB), f"hydra.run.dir={out}",
+                           f"hydra.searchpath=[file://{layered_conf}]", "env=layered", "train.steps=0",
+                           "+hydra.job.env_set.FROM_ENV_SET=env_set", "env.vars.FROM_COMMAND_LINE=command_line",
+                           "env.vars.TORCH_DISTRIBUTED_DEBUG=INFO", "+env.vars.MY_FLAG=true"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120,
+                          env=clean_env(FROM_SHELL="shell", FROM_COMMAND_LINE="shell", TORCH_DISTRIBUTED_DEBUG="OFF"))
+    return Run(proc.returncode, proc.stdout, proc.stderr, out)
+
+
+def test_precedence_in_a_real_job_shell_and_env_set_beat_the_preset_and_the_command_line_beats_both(layered):
+    run = layered
     assert run.returncode == 0, run.output
     seen = {name: (v["source"], v["value"]) for name, v in run.report["vars"].items()}
     assert seen["FROM_SHELL"] == ("shell", "shell")
@@ -87,8 +112,8 @@ def test_precedence_in_a_real_job_shell_and_env_set_beat_the_preset_and_the_comm
     assert seen["MY_FLAG"] == ("override", "1")  # a bool normalised to 1
 
 
-def test_secret_values_never_reach_the_report_or_the_log(run_stub):
-    run = run_stub("train.steps=0", "+env.vars.HF_TOKEN=hf_planted_secret", "+env.vars.MY_API_KEY=planted_key")
+def test_secret_values_never_reach_the_report_or_the_log(given):
+    run = given
     assert run.returncode == 0, run.output
     assert run.report["vars"]["HF_TOKEN"]["value"] == "***"
     for path in run.out_dir.rglob("*"):
@@ -98,8 +123,8 @@ def test_secret_values_never_reach_the_report_or_the_log(run_stub):
     assert "hf_planted_secret" not in run.output
 
 
-def test_steps_zero_runs_the_bootstrap_only(run_stub):
-    run = run_stub("train.steps=0")
+def test_steps_zero_runs_the_bootstrap_only(layered):
+    run = layered
     assert run.returncode == 0, run.output
     assert TRAINING_LOG not in run.output
     assert run.report["job"] == {"num": None, "status": "completed", "metrics": {"steps": 0}}

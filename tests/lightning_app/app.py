@@ -16,7 +16,7 @@ import logging
 import os
 import subprocess
 import time
-from typing import Any, Dict, Union
+from typing import Any, Dict, List, Union
 
 import hydra
 import lightning as L
@@ -35,9 +35,9 @@ def train(cfg: DictConfig) -> Dict[str, Any]:
     callbacks = [hydra.utils.instantiate(c) for c in cfg.callbacks.values()]
     if os.environ.get("APP_RANK1_BUSY_AFTER_S"):
         callbacks.append(_SlowRank1Later(float(os.environ["APP_RANK1_BUSY_AFTER_S"])))
+    else:
+        callbacks.extend(_slow_rank1())
     trainer = L.Trainer(**OmegaConf.to_container(cfg.trainer, resolve=True), callbacks=callbacks)
-    if not os.environ.get("APP_RANK1_BUSY_AFTER_S"):
-        _slow_rank1()
     trainer.fit(model, datamodule=datamodule)
     return dict(trainer.callback_metrics)
 
@@ -69,18 +69,33 @@ class _SlowRank1Later(L.Callback):
                 log.info("rank 1 slowed at %.2f s", now - self.first)
 
 
-def _slow_rank1() -> None:
+def _slow_rank1() -> List[L.Callback]:
     """With ``APP_RANK1_BUSY_LOOPS=N:FILE`` (tests/e2e/test_lightning.py's slow rank): rank 1 starts N busy processes
-    before fit, on its own CPU (they inherit its affinity), and writes their PIDs to FILE for the test to end them.
-    Each is a session of its own: the CPU scheduler's autogroups share a CPU between sessions first, so loops in
-    this app's session would slow rank 0 as much as rank 1 (and each raises its session to nice -10, as the
-    test raises the app's: the machine's other sessions then take little of the two cores)."""
+    before fit, on its own CPU (they inherit its affinity), and writes their PIDs to FILE for the test to end them;
+    the callback returned ends them when training starts, once the trainer's setup (where the bootstrap's preflight
+    runs) has measured the slow rank. Each is a session of its own: the CPU scheduler's autogroups share a CPU
+    between sessions first, so loops in this app's session would slow rank 0 as much as rank 1 (and each raises
+    its session to nice -10, as the test raises the app's: the machine's other sessions then take little of the
+    two cores)."""
     loops, _, pids = os.environ.get("APP_RANK1_BUSY_LOOPS", "0:").partition(":")
-    if os.environ.get("LOCAL_RANK") == "1" and int(loops):
-        started = [subprocess.Popen(["sh", "-c", "echo -10 >/proc/self/autogroup; while :; do :; done"], stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, start_new_session=True) for _ in range(int(loops))]
-        with open(pids, "w") as out:
-            out.write(" ".join(str(loop.pid) for loop in started))
+    if os.environ.get("LOCAL_RANK") != "1" or not int(loops):
+        return []
+    started = [subprocess.Popen(["sh", "-c", "echo -10 >/proc/self/autogroup; while :; do :; done"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+               for _ in range(int(loops))]
+    with open(pids, "w") as out:
+        out.write(" ".join(str(loop.pid) for loop in started))
+    return [_EndLoops(started)]
+
+
+class _EndLoops(L.Callback):
+    def __init__(self, loops: List[subprocess.Popen]):
+        self.loops = loops
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        for loop in self.loops:
+            loop.kill()
+            loop.wait()
 
 
 @hydra.main(config_path="conf", config_name="train", version_base="1.3")

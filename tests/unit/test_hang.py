@@ -103,3 +103,27 @@ def test_a_shell_value_torch_would_choke_on_is_refused(monkeypatch):
     monkeypatch.setenv("TORCH_FR_BUFFER_SIZE", "-5")
     with pytest.raises(ConfigError, match=r"TORCH_FR_BUFFER_SIZE='-5' \(from the process\)"):
         bootstrap.initialize({"distributed": {"init": "always"}}).apply()
+
+
+# -- the recorder's settings: a plan's variables (the hang tests in tests/e2e find the dumps in the job's directory)
+def _recorder_vars(preset: dict) -> dict:
+    from bootstrap.core.plan import make_plan
+    from bootstrap.core.schema import load
+    from bootstrap.distributed.launcher import Launch, Launcher
+    from bootstrap.variables.readers import ProcessState
+
+    plan = make_plan(load(preset), environ_now={}, env_set={}, explicit_vars=(), launch=Launch(Launcher.single),
+                     state=ProcessState(cuda_initialized=False, process_group_initialized=False), cpus=2,
+                     machine_cpus=2, output_dir="/runs/x")
+    return {d.name: d.value for d in plan.vars if d.name.startswith("TORCH_FR_")}
+
+
+def test_the_recorder_is_sized_by_the_preset_and_its_dumps_go_to_the_job():
+    sized = _recorder_vars({"distributed": {"init": "always", "flight_recorder": {"buffer_size": 64}}})
+    assert sized == {"TORCH_FR_BUFFER_SIZE": "64", "TORCH_FR_DUMP_TEMP_FILE": f"/runs/x/{hang.DUMP_PREFIX}"}
+    off = _recorder_vars({"distributed": {"init": "always", "flight_recorder": {"enabled": False}}})
+    assert off == {"TORCH_FR_BUFFER_SIZE": "0"}  # and no dump file
+
+
+def test_one_process_without_a_group_exports_nothing_for_the_recorder():
+    assert _recorder_vars({}) == {}

@@ -2,7 +2,6 @@
 records ranks send each other, nccl-tests' bus bandwidth, the schema's checks, and a lone process measured
 for real (issue 29). The check across ranks runs under torchrun in tests/e2e/test_preflight.py."""
 import random
-import time
 
 import pytest
 import torch
@@ -97,12 +96,11 @@ def test_a_healthy_world_and_noise_under_the_skew_find_nothing():
     assert verdict.status([]) == "ok"
 
 
-def test_ten_thousand_ranks_are_judged_in_well_under_a_second():
+def test_ten_thousand_ranks_are_judged_naming_the_slow_one_alone():
+    # (how long it takes, against 1,000 ranks: bench/bench_scale.py's verdict benchmark)
     world = [_rank(r, 100.0 + (r % 13)) for r in range(10_000)]
     world[4321] = _rank(4321, 20.0)
-    started = time.perf_counter()
     found = verdict.judge(world, Floors(), 1.5, "cuda", "nccl")
-    assert time.perf_counter() - started < 1.0
     assert [f.ranks for f in found] == [[4321]]
 
 

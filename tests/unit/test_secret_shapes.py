@@ -140,7 +140,7 @@ def test_masking_a_long_hostile_text_is_read_once_not_again_from_each_character(
     # Runs that a pattern could read again from each of their starts: 200,000 characters each.
     for text in ("ey-" * 70_000, "eyA." * 50_000, "a" * 200_000, "x=" * 100_000, "key:" * 50_000,
                  "Authorization: " * 13_000, "bearer " * 28_000, "-----BEGIN RSA PRIVATE KEY-----" * 6_000):
-        started = time.perf_counter()
+        started = time.process_time()  # this process's CPU: what a pattern that reads again costs, whatever the load
         outbound.clean(text)
         masking.masked_line(text)
-        assert time.perf_counter() - started < 5, text[:20]  # about 0.1 s each on a 2-core machine
+        assert time.process_time() - started < 5, text[:20]  # about 0.1 s each here

@@ -1,21 +1,26 @@
-"""The suite's own rules, read from its source: a test that times ranks pinned to CPUs, or slows one with busy
-loops, holds the machine's cores alone (conftest.cores), so that no other test runs beside ranks
-being timed. (A test that pins one process for steadier timings alone, as tests/e2e/test_diff.py's app, times
-no rank against another.)"""
+"""The suite's own rules, read from its source: a test that slows a rank with busy loops, or judges pinned ranks'
+speeds against each other, holds the machine's cores alone (conftest.cores), so that no other test runs beside
+ranks being timed. A run that judges no speed (a floor, a crafted record, an absent rank) says so instead: it takes
+a skew no noise reaches (``UNJUDGED_SKEW``, tests/e2e/test_preflight.py) and shares the cores. (A test that pins one
+process for steadier timings alone, as tests/e2e/test_diff.py's app, times no rank against another.)"""
 import re
 
 import pytest
 
 from conftest import CLUSTER, E2E
 
-# what a test that times ranks on given cores, or slows one for real, says in its source
-PINS = re.compile(r"pinned\.sh|BUSY_LOOPS|busy loops?\b", re.IGNORECASE)
+# what a test that slows a rank for real says in its source; and one that times ranks on given cores
+BUSY = re.compile(r"BUSY_LOOPS|busy loops?\b", re.IGNORECASE)
+PINS = re.compile(r"pinned\.sh", re.IGNORECASE)
 HOLDS = re.compile(r"\bcores\(\)|judged_cores")
+UNJUDGED = re.compile(r"\bUNJUDGED_SKEW\b")
 
 
 @pytest.mark.parametrize("path", sorted([*E2E.glob("test_*.py"), *CLUSTER.glob("test_*.py")]), ids=lambda p: p.name)
-def test_a_test_that_pins_ranks_or_slows_one_holds_the_cores(path):
+def test_a_test_that_slows_a_rank_or_judges_pinned_ranks_holds_the_cores(path):
     text = path.read_text()
-    assert not PINS.search(text) or HOLDS.search(text), (
-        f"{path.name} times pinned ranks or runs busy loops: run them inside conftest.cores() "
-        "(or take the judged_cores fixture)")
+    assert not BUSY.search(text) or HOLDS.search(text), (
+        f"{path.name} runs busy loops: run them inside conftest.cores() (or take the judged_cores fixture)")
+    assert not PINS.search(text) or HOLDS.search(text) or UNJUDGED.search(text), (
+        f"{path.name} times pinned ranks: judge their speeds inside conftest.cores(), or judge none "
+        "(env.preflight.max_skew=UNJUDGED_SKEW)")
