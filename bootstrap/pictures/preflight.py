@@ -8,20 +8,15 @@ reads every plotted number back from the figure: each artist has a ``gid`` (``ra
 as JSON on its stdin: the job that asked for it never waits for it.
 """
 
-import logging
-import os
-import signal
-import sys
 from dataclasses import field
 from pathlib import Path
 from typing import Any, BinaryIO, List, Optional, Sequence
 
 from bootstrap.doors import inbound, outbound
 from bootstrap.doors.typed import Section, section
-from bootstrap.pictures import canvas, notes
+from bootstrap.pictures import apart, canvas, notes
 
-MAX_BYTES = 64 * 2**20  # the JSON of a picture of 10,000 ranks is well under 1 MiB
-MAX_DRAW_S = 120  # the drawing process ends by then, whatever happens (a font cache built for the first time)
+MAX_BYTES = apart.MAX_BYTES
 MAX_NOTES = 4  # findings written under the picture (the log and the report have them all)
 MAX_LABELLED = 8  # named ranks whose number is written beside their point (as a finding names 8)
 LOG_SCALE_RATIO = 30  # a panel whose values and lines span more than this factor is drawn on a log scale
@@ -131,45 +126,17 @@ def _panel(axes: Any, panel: Panel, index: int) -> None:
     axes.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
 
 
-# -- drawn in a process of its own -------------------------------------------------------------
-def _bounded() -> None:
-    """The drawing process: gentle on the job's CPUs, quiet, and ended within :data:`MAX_DRAW_S`."""
-    try:
-        os.nice(10)
-    except OSError:
-        pass
-
-    def too_long(*_: Any) -> None:
-        raise TimeoutError(f"not drawn within {MAX_DRAW_S} s")
-
-    signal.signal(signal.SIGALRM, too_long)
-    signal.alarm(MAX_DRAW_S)
-    logging.getLogger("matplotlib").setLevel(logging.ERROR)  # its own notes (a font cache built) are not ours
-
-
+# -- drawn in a process of its own (bootstrap.pictures.apart) ----------------------------------
 def main(argv: Sequence[str]) -> int:
     """The drawing process: ``main([PATH])`` draws the picture that arrives on stdin into PATH (:func:`draw_from`)."""
-    path = Path(argv[0]) if argv else Path(".")
-    try:
-        _bounded()
-    except Exception as error:  # noqa: BLE001 - no bound to set: draw anyway, and say so
-        outbound.say(f"bootstrap: preflight: drawing unbounded: {type(error).__name__}: {error}", err=True,
-                     one_line=True)
-    return draw_from(sys.stdin.buffer, path)
+    return apart.main(argv, "preflight", _drawn)
 
 
 def draw_from(stream: BinaryIO, path: Path) -> int:
     """Draw the picture ``stream`` holds (:class:`Picture` as JSON) into ``path``. Any failure is one line on
     stderr, and status 1."""
-    try:
-        data = inbound.parse_json_bytes(stream.read(MAX_BYTES + 1), MAX_BYTES, "the preflight's figures")
-        drawn = figure(read(data))
-        if drawn is None:
-            outbound.say(f"bootstrap: preflight: {canvas.MISSING}", err=True, one_line=True)
-            return 1
-        canvas.save(drawn, path)
-        return 0
-    except Exception as error:  # noqa: BLE001 - whatever it is, one line: the job goes on without its picture
-        outbound.say(f"bootstrap: preflight: no picture in {path}: {type(error).__name__}: {error}", err=True,
-                     one_line=True)
-        return 1
+    return apart.draw_from(stream, path, "preflight", _drawn)
+
+
+def _drawn(data: Any) -> Optional[Any]:
+    return figure(read(data))
