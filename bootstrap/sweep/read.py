@@ -67,6 +67,7 @@ class Row:
     environment: Dict[str, str] = field(default_factory=dict, compare=False)  # rank 0's (facts.environment)
     override_list: Optional[Tuple[str, ...]] = None  # each override, masked, as typed; None: not known
     ranks_apart: str = ""  # the ranks of this job whose packages differ from rank 0's ("rank 1 (node2)"); "" when none
+    first_step_s: Optional[float] = None  # rank 0's time to its first step (timings.first_step_s); None: not reached
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ def row_from_reports(job_dir: "os.PathLike[str] | str", reports: List[Report],
         slowest_tflops=first.preflight.slowest.tflops if first.preflight and first.preflight.slowest else None,
         bad_nodes=masked_line(facts.bad_nodes(first.preflight)),
         ranks_apart=_ranks_apart(reports),
+        first_step_s=first.timings.first_step_s,
     )
 
 
