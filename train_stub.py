@@ -71,7 +71,7 @@ def main(cfg: DictConfig) -> dict:
             return x, teacher(x).argmax(dim=1)
 
     started = None
-    for step in range(train.steps):
+    for step in session.watch(range(train.steps)):  # marks each finished step: the first ends the start's timeline
         if step == min(WARMUP_STEPS, train.steps - 1):
             started = time.perf_counter()
         x, y = batch(train.batch_size, data)
