@@ -304,8 +304,8 @@ def scale(preset: schema.EnvConfig, asked: Asked, store: Optional[str]) -> Dict[
     return {
         "store": store or "none",
         "store_ops_per_rank": ops,
-        "store_ops_total": ops * world + sum(phase.get("store_ops_rank0", 0) - phase.get("store_ops_per_rank", 0)
-                                             for phase in phases),
+        "store_ops_total": ops * world + sum(phase["store_ops_rank0"] - phase["store_ops_per_rank"]
+                                             for phase in phases if "store_ops_rank0" in phase),  # rank 0's reads
         "phases": phases,
         "store_ops_more_when_ranks_differ": "2 on each differing rank; each rank reads at most 16 records",
         "preflight_gather_bytes_per_rank": (HEADER_BYTES + LAYOUT.size) * world,
