@@ -21,12 +21,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 ACCOUNTING = """
 import json, logging, statistics, sys, time
@@ -74,38 +74,27 @@ def accounting(rounds: int) -> dict:
 
 def exchange(world: int) -> dict:
     import torch.distributed as dist
+    from bench_scale import _ranks  # the same ranks: a thread and a counted client each, started at once
 
     from bootstrap.distributed import phase_exchange
     from bootstrap.distributed.waits import Deadline
-    from bootstrap.doors.timeline import Timeline, counted
 
     timeout = datetime.timedelta(seconds=300)
     server = dist.TCPStore("127.0.0.1", 0, world, True, timeout, wait_for_workers=False)
     clients = [server] + [dist.TCPStore("127.0.0.1", server.port, None, False, timeout) for _ in range(world - 1)]
-    line = Timeline(origin=0.0)
     record = phase_exchange.pack("node-0001", [(f"phase{i}", 1.0) for i in range(16)])
-    gate, done = threading.Barrier(world + 1), {}
+    read = []
 
-    def rank_main(rank: int) -> None:
-        gate.wait()
-        store = counted(clients[rank], line) if rank == 0 else clients[rank]
+    def step(rank: int, store) -> None:
         phase_exchange.send(store, "bench/0/1", rank, record)
         if rank == 0:
             arrived, _, _ = phase_exchange.gather(store, "bench/0/1", world, Deadline(300))
-            done["read"] = sum(1 for _ in arrived)
-            done["end"] = time.perf_counter()
+            read.append(sum(1 for _ in arrived))
 
-    threads = [threading.Thread(target=rank_main, args=(rank,), daemon=True) for rank in range(world)]
-    for thread in threads:
-        thread.start()
-    gate.wait()
-    started = time.perf_counter()
-    for thread in threads:
-        thread.join(300)
-    line.mark("first_step")
-    assert done["read"] == world
-    return {"world": world, "seconds": done["end"] - started, "bytes_per_rank": len(record),
-            "rank0_ops": line.phases()[0][3], "rank0_bytes_read": len(record) * world}
+    wall, ops = _ranks(world, clients, step)
+    assert read == [world]
+    return {"world": world, "seconds": wall, "bytes_per_rank": len(record), "rank0_ops": ops[0],
+            "other_ranks_ops": max(ops[1:]), "rank0_bytes_read": len(record) * world}
 
 
 def phases(quick: bool) -> dict:
