@@ -156,6 +156,12 @@ def end():  # registered first, so it runs last: after every exit handler of the
     ended = time.perf_counter()
     spans["exit"] = ended - spans.pop("job_returned", ended)
     spans["in_python"] = ended - started
+    # the main thread since the process started (the kernel's clock): on a CPU, waiting for one, and blocked
+    import threading
+    stat = open("/proc/self/stat").read()
+    began = int(stat[stat.rfind(")") + 2:].split()[19]) / os.sysconf("SC_CLK_TCK")
+    on_cpu, queued, _ = map(int, open(f"/proc/self/task/{threading.main_thread().native_id}/schedstat").read().split())
+    spans["blocked"] = time.clock_gettime(time.CLOCK_BOOTTIME) - began - (on_cpu + queued) / 1e9
     with open(out, "w") as f:
         json.dump(spans, f)
 atexit.register(end)
@@ -193,7 +199,9 @@ def startup(work: Path, repeats: int, python: str = PY) -> dict:
     """The whole job, as the issue measures it: the same plain Hydra app with and without
     ``+env=cpu_debug hydra/callbacks=bootstrap``, interleaved; and the app with the package not installed at all.
     Process wall time and CPU time (user + system: less moved by other load on the machine), their ratios, and the
-    difference split into its parts, timed inside the same runs (medians). ``python``: the interpreter whose
+    difference split into its parts, timed inside the same runs (medians), and the main thread's time blocked (its
+    wall time since the process started less its time on a CPU and waiting for one, ``/proc/self/task/<tid>/schedstat``:
+    a wait shows there whatever else loads the machine). ``python``: the interpreter whose
     environment has the package (this one: as this checkout is installed; :func:`startup_wheel`'s: a wheel's)."""
     conf = _startup_config(work)
     runs = {"n": 0}
@@ -239,7 +247,11 @@ def startup(work: Path, repeats: int, python: str = PY) -> dict:
             "installed_vs_absent_ms": (without_s - median(walls["absent"])) * 1000,
             "untyped_ratio": median(walls["untyped"]) / without_s,
             "bootstrap_ms": median([r.timings.bootstrap_s for r in reports]) * 1000,
-            "noise_ms": _spread(walls["without"]) * 1000, "phases_ms": _phases_ms(reports)}
+            "noise_ms": _spread(walls["without"]) * 1000, "phases_ms": _phases_ms(reports),
+            # the main thread's wall time off a CPU and not waiting for one (schedstat): what load does not inflate
+            "blocked_ms": {name: span(name, "blocked") for name in ("with", "without")},
+            "blocked_paired_ms": median([a.get("blocked", 0.0) - b.get("blocked", 0.0)
+                                         for a, b in zip(spans["with"], spans["without"], strict=True)]) * 1000}
 
 
 def _phases_ms(reports: list) -> dict:
