@@ -58,8 +58,8 @@ PHASES = (
     Kind("hand_off", "the hand-off to the task: the bad nodes, seeding, the lint, the report's first write"),
     Kind("task", "the task's own code where it named no phase (session.phase)"),
     Kind("stopped", "a job stopped before its first step (a check, a signal): from its last phase to the stop"),
-    Kind("setup", "Lightning: from fit to the trainer's setup (its ranks started, its process group made)",
-         waits=True),
+    Kind("setup", "Lightning: from the hand-off to the trainer's setup (the task's code before fit, then fit's "
+         "start: its ranks started, its process group made)", waits=True),
     Kind("restore", "Lightning: from the setup to the start of training (the model's setup, the checkpoint "
          "restored, the model wrapped, the sanity check)"),
     Kind("first_batch", "the first batch: from the training loop's start to its first batch"),
