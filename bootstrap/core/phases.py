@@ -50,8 +50,8 @@ PHASES = (
     Kind("plan", "the plan and its application: the launch, the variables, the machine's checks, torch's settings"),
     Kind("store", "the rendezvous store: a client of torchrun's agent store, or rank 0's TCPStore", waits=True),
     Kind("agreement", "the ranks compare how they started", waits=True),
-    Kind("init_process_group", "init_process_group (gloo, and NCCL given its device, make their communicator here) "
-         "and the device mesh", waits=True),
+    Kind("init_process_group", "init_process_group (gloo connects its ranks here, and NCCL makes its communicator "
+         "here when given the rank's device, as the bootstrap does) and the device mesh", waits=True),
     Kind("first_collective", "the first collective, the preflight's first gather (a lazily made NCCL communicator is "
          "made here)", waits=True),
     Kind("preflight", "the preflight check: each rank's matmul, then its collectives", waits=True),
