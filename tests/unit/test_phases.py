@@ -337,3 +337,16 @@ def test_a_picture_of_another_shape_is_refused_in_one_line(bad):
 
     with pytest.raises(Unreadable):
         picture.read({**PICTURE, **bad})
+
+
+def test_the_trackers_flat_view_keeps_the_time_to_first_step_and_leaves_the_phases_to_the_report():
+    from bootstrap.core.flat import flat
+
+    report = records.Report()
+    report.timings.phases = [records.Phase(name="plan", start_s=0.0, seconds=0.5)]
+    report.timings.world_phases = [records.WorldPhase(name="plan", min_s=0.5, median_s=0.5, max_s=0.5, slowest_rank=0,
+                                                      slowest_host="h", ranks=1)]
+    report.timings.first_step_s = 0.5
+    keys = flat(report)
+    assert keys["bootstrap/timings/first_step_s"] == 0.5
+    assert not [key for key in keys if "phases" in key]
