@@ -30,15 +30,18 @@ CHILD = ("import sys, importlib; sys.path[0] = sys.argv[1]; "
 _drawing: List[subprocess.Popen] = []  # started and not yet seen to end (a Popen dropped while running warns)
 
 
-def start(module: str, data: Any, path: Path) -> None:
+def start(module: str, data: Any, path: Path, holds_stderr: bool = True) -> None:
     """Start drawing ``data`` (the picture's JSON) into ``path`` with ``bootstrap.pictures.<module>.main``, in a
-    process of its own, and return at once. Raises what starting it raised; the caller says it in one line."""
+    process of its own, and return at once. Raises what starting it raised; the caller says it in one line.
+    ``holds_stderr``: the drawing process says what it could not draw on the job's stderr, which it then holds open
+    until it ends (whoever reads the job's output to its end waits for the picture); else it says nothing."""
     _drawing[:] = [started for started in _drawing if started.poll() is None]
     with tempfile.TemporaryFile() as feed:  # unlinked already: nothing is left behind, whatever happens
         feed.write(outbound.to_json(data).encode("utf-8"))
         feed.seek(0)
         _drawing.append(subprocess.Popen([sys.executable, "-c", CHILD, ROOT, module, str(path)], stdin=feed,
-                                         stdout=subprocess.DEVNULL, start_new_session=True))
+                                         stdout=subprocess.DEVNULL, stderr=None if holds_stderr else subprocess.DEVNULL,
+                                         start_new_session=True))
 
 
 def _bounded(what: str) -> None:

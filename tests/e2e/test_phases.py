@@ -133,5 +133,10 @@ def test_the_dry_run_predicted_the_store_operations_each_rank_counted(world):
 
 @pytest.mark.extra("plot")
 def test_rank_0_draws_the_worlds_phases_in_a_process_of_its_own(world):
-    picture = world.run_dir / "phases.png"  # the drawing process holds the job's stderr until it is done
+    from bootstrap.pictures.apart import MAX_DRAW_S
+
+    picture = world.run_dir / "phases.png"  # written whole (a rename) by a process the job did not wait for
+    deadline = time.monotonic() + MAX_DRAW_S  # the drawing process ends by then, whatever happens
+    while not picture.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # polling for the file, bounded: not standing in for work
     assert picture.exists() and picture.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
