@@ -140,6 +140,15 @@ def readers_table() -> str:
     return "\n".join(lines + [f"| {a} | {b} | {c} |" for a, b, c in rows]) + "\n"
 
 
+def phases_table() -> str:
+    """docs/report.md's table of the start's phases: ``PHASES`` in bootstrap/core/phases.py, row for row."""
+    from bootstrap.core.phases import PHASES
+
+    lines = ["| phase | what it holds | ends where the ranks meet |", "|---|---|---|"]
+    return "\n".join(lines + [f"| `{kind.name}` | {kind.what} | {'yes' if kind.waits else ''} |"
+                              for kind in PHASES]) + "\n"
+
+
 def agree_kinds_table() -> str:
     """docs/lint.md's table of what a difference between ranks changes: each kind, what env.distributed.agree=error
     does with it, the groups of the known-variables table whose default it is, and the rows that differ from
@@ -207,6 +216,7 @@ BLOCKS: Dict[str, Tuple[str, Callable[[], str]]] = {  # name: (the page that hol
     "report-example": ("docs/report.md", report_example),
     "doctor-example": ("docs/report.md", doctor_example),
     "readers-table": ("docs/settings.md", readers_table),
+    "phases-table": ("docs/report.md", phases_table),
     "agree-kinds": ("docs/lint.md", agree_kinds_table),
     "layout-table": ("CONTRIBUTING.md", layout_table),
     "flat-example": ("docs/trackers.md", flat_example),

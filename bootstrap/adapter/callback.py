@@ -29,6 +29,7 @@ from bootstrap.distributed import launcher, rundir
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import BootstrapError, JobRefused
 from bootstrap.doors.masking import masked_line, masked_override, masked_text
+from bootstrap.doors.timeline import TIMELINE
 from bootstrap.variables.environ import EnvironSnapshot
 
 
@@ -128,6 +129,7 @@ class BootstrapCallback(Callback):
         """``env``: the preset beneath the callback's node (``+env@hydra.callbacks.bootstrap.env=...``).
         Hydra passes it once, from the primary config; it is not kept: each job reads its own from
         its config, so a sweep over it works and a pickled callback carries no preset."""
+        TIMELINE.mark("compose")  # Hydra makes its callbacks once the config is composed
         if mode not in (None, "max", "min"):
             raise BootstrapError(f"hydra.callbacks.bootstrap.mode={mode!r}: use max or min "
                                  "(hydra.callbacks.bootstrap.mode=min), or null for the objective's default.")

@@ -129,6 +129,19 @@ def _bytes(count: int) -> str:
     return str(count)
 
 
+def _phases(predicted: List[dict]) -> str:
+    """The start's phases whose cost grows with N, as a real run's report counts them (``store_ops``)."""
+    said = []
+    for phase in predicted:
+        if "store_ops_per_rank" in phase:
+            rank0 = phase.get("store_ops_rank0", phase["store_ops_per_rank"])
+            said.append(f"{phase['name']} {phase['store_ops_per_rank']} store ops a rank"
+                        + (f" (rank 0: {rank0})" if rank0 != phase["store_ops_per_rank"] else ""))
+        else:
+            said.append(f"{phase['name']} {phase['collectives']} collectives")
+    return "; ".join(said) or "-"
+
+
 def table(outcome: Outcome, preset: str, written: Path) -> str:
     """The terminal's short table: world, nodes, mesh, findings; never a line per rank."""
     scale = outcome.scale
@@ -137,6 +150,7 @@ def table(outcome: Outcome, preset: str, written: Path) -> str:
             ("launcher", f"{outcome.launcher} ({', '.join(f'{row} row: {n}' for row, n in outcome.rows.items()) or '-'})"),
             ("nodes", outbound.finding(outcome.nodelist, 120)), ("preset", preset), ("mesh", mesh),
             ("store", f"{scale['store']}: {scale['store_ops_per_rank']} ops a rank, {scale['store_ops_total']} in all"),
+            ("phases", _phases(scale["phases"])),
             ("preflight", f"gathers {_bytes(scale['preflight_gather_bytes_per_rank'])} a rank, "
                           f"{scale['preflight_collectives']} collectives in {scale['preflight_budget_s']:g} s"),
             ("flight recorder", f"dumps {_bytes(scale['flight_recorder_dump_bytes_per_rank'])} a rank, "

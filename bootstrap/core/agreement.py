@@ -11,9 +11,11 @@ import datetime
 import os
 from typing import TYPE_CHECKING, Any, Collection, Dict, Mapping, Optional, Tuple
 
+from bootstrap.core import phases
 from bootstrap.core.comparison import Facts, Status, digest, fingerprint, outcome, salted
 from bootstrap.doors import outbound, records
 from bootstrap.doors.errors import PRESET_KEY, BootstrapError
+from bootstrap.doors.timeline import counted
 
 if TYPE_CHECKING:
     from torch.distributed import Store
@@ -111,11 +113,14 @@ def _exchange(facts: Facts, launch: Launch, base: dict, via: str, when: str,
 
     def work():
         store = group.rendezvous_store(launch, deadline) if ours else group.default_store()
+        if ours:
+            phases.mark("store")
         # The group's store keeps its own timeout; a store made here gets the group's. (torch's stubs lack it.)
         own_timeout = store.timeout  # type: ignore[attr-defined]
-        try:
-            return store, agree_store.exchange(store, key, launch.rank, launch.world_size, base["host"], policy,
-                                               lambda salt: fingerprint(facts, os.environ, salted(salt)), deadline)
+        try:  # each operation counted in the agreement's phase (bootstrap dryrun predicts them)
+            return store, agree_store.exchange(counted(store), key, launch.rank, launch.world_size, base["host"],
+                                               policy, lambda salt: fingerprint(facts, os.environ, salted(salt)),
+                                               deadline)
         finally:
             store.set_timeout(datetime.timedelta(seconds=timeout_s) if ours else own_timeout)
 

@@ -247,7 +247,17 @@ def _always_differs(report: Report) -> Dict[str, str]:
                      ("group_at_end", dist.group_at_end.to_json() if dist.group_at_end else None),
                      ("preflight_s", timings.preflight_s), ("provenance_s", timings.provenance_s),
                      ("provenance", report.provenance.status if report.provenance else None),
-                     ("teardown", dist.teardown)])
+                     ("teardown", dist.teardown), *_phases(timings)])
+
+
+def _phases(timings: records.Timings) -> List[Tuple[str, Any]]:
+    """The start's phases (``bootstrap diff --all``: ``phase init_process_group: 2.0 s -> 30.1 s``), each name's
+    seconds summed, and the time to the first step."""
+    summed: Dict[str, float] = {}
+    for phase in timings.phases:
+        summed[phase.name] = summed.get(phase.name, 0.0) + phase.seconds
+    first = [("time to first step", f"{timings.first_step_s:.1f} s")] if timings.first_step_s is not None else []
+    return first + [(f"phase {name}", f"{seconds:.1f} s") for name, seconds in summed.items()]
 
 
 _BUILDERS = {"versions": _versions, "variables": _variables, "threads": _threads, "launch": _launch,

@@ -51,6 +51,8 @@ LEFT_OUT = {  # path -> why it is in bootstrap.json only
     "distributed/hang": "a diagnosis written after a failure, with every rank's dump",
     "distributed/agreement/fingerprint": "repeats found/, threads/, torch/ and vars/",
     "distributed/agreement/differences": "every differing value of every rank; agreement/message names them",
+    "timings/phases": "the start phase by phase, a few dozen keys: timings/first_step_s is their end",
+    "timings/world_phases": "every phase across the ranks: rank 0's bootstrap.json holds them",
 }
 
 # What survives the cap (MAX_KEYS), in this order: first the keys every run promises (the job's status, where and

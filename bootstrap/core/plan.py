@@ -171,11 +171,20 @@ def _found_set_by_process(by_process: Mapping[str, str], environ_now: Mapping[st
     return environ.process_decisions({name: by_process[name] for name in found}, environ_now)
 
 
+_torch_values: Dict[int, Tuple[TorchSettings, Dict[str, Any]]] = {}  # id -> (the settings, their values)
+
+
 def torch_values(settings: TorchSettings) -> Dict[str, Any]:
-    """Each env.torch setting's value as runtime applies it and the report records it; an enum as its text."""
-    values = {name: getattr(value, "value", value) for name, value in asdict(settings).items()}
-    # cuDNN's autotuner picks kernels by timing, which differs from run to run: no benchmark in deterministic mode.
-    return {**values, "cudnn_benchmark": settings.cudnn_benchmark and not settings.deterministic}
+    """Each env.torch setting's value as runtime applies it and the report records it; an enum as its text. (Kept
+    for the settings object last asked: a dry run asks it of one preset for every rank.)"""
+    kept = _torch_values.get(id(settings))
+    if kept is None or kept[0] is not settings:
+        values = {name: getattr(value, "value", value) for name, value in asdict(settings).items()}
+        # cuDNN's autotuner picks kernels by timing, which differs from run to run: no benchmark in deterministic mode
+        kept = settings, {**values, "cudnn_benchmark": settings.cudnn_benchmark and not settings.deterministic}
+        _torch_values.clear()
+        _torch_values[id(settings)] = kept
+    return dict(kept[1])
 
 
 MAX_THREADS_PER_CPU = 8  # oversubscribing further only slows a job down; torch crashes long before 99999

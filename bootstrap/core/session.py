@@ -18,11 +18,11 @@ import os
 import platform
 import time
 from pathlib import Path
-from typing import (TYPE_CHECKING, Any, Callable, Collection, Iterable, Iterator, List, Mapping, Optional, Sequence,
-                    Tuple, TypeVar, cast)
+from typing import (TYPE_CHECKING, Any, Callable, Collection, ContextManager, Iterable, Iterator, List, Mapping,
+                    Optional, Sequence, Tuple, TypeVar, cast)
 
-from bootstrap.core import (active, agreement, ending, fabric, nodes, preflight, presets, report, runtime, schema,
-                            startup, verdict, versions, watch)
+from bootstrap.core import (active, agreement, ending, fabric, nodes, phases, preflight, presets, report, runtime,
+                            schema, startup, verdict, versions, watch)
 from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan
 from bootstrap.core.process_vars import set_by_process
@@ -121,20 +121,25 @@ class Session:
         ends; the watch, docs/watch.md) is told. A framework's hooks call it where there are hooks
         (:class:`bootstrap.integrations.lightning.BootstrapLogging`); a plain loop calls it after each optimizer
         step, or iterates through :meth:`watch`."""
-        for on_step in self._on_step:
+        for on_step in tuple(self._on_step):  # a listener may leave (the start's, at the first step)
             on_step()
 
     def watch(self, batches: Iterable[Batch]) -> Iterator[Batch]:
         """``for batch in session.watch(loader):`` yields every batch of ``batches`` and marks a step
         (:meth:`step`) each time the loop comes back for the next one, and when it has done the last."""
         started = False
+        phases.mark("task")  # the loop's first next(): the task's code before its loop ends here
         for batch in batches:
-            if started:
-                self.step()
+            self.step() if started else phases.mark("first_batch")
             started = True
             yield batch
         if started:
             self.step()
+
+    def phase(self, name: str) -> ContextManager[None]:
+        """``with session.phase("load_checkpoint"):``: a phase of the task's own, up to its first step, in the
+        report's ``timings.phases`` and across the ranks (docs/report.md#the-start-phase-by-phase)."""
+        return phases.task_phase(name)
 
     def __enter__(self) -> "Session":
         return self.apply()
@@ -225,6 +230,7 @@ class Session:
             if holds:
                 self._release_logs()
             raise
+        phases.listen(self)  # the task's first step ends the start's timeline
         return self
 
     def _release_logs(self) -> None:
@@ -235,6 +241,7 @@ class Session:
     def _apply(self) -> None:
         started, warnings = time.perf_counter(), list[str]()
         started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
+        phases.session_starts()  # at started_ns: the plan phase's start on the process's clock
         self.report, self._provenance, self._watching = None, None, None  # this start's (applied again: anew)
         plan = self._make_plan(os.environ, warnings)
         refused = verdict.before_apply(self.preset, plan, os.environ)  # the doctor's verdict too
@@ -267,12 +274,15 @@ class Session:
             device = self.device
             intra, inter, inter_note = runtime.apply_settings(plan.torch, plan.threads.intra_op, plan.threads.inter_op)
             report.warn(warnings, inter_note, once=True)  # the same in every job of a one-process sweep
+            phases.mark("plan")
             backend, group_state = None, GroupState.NONE
             if plan.distributed:
                 from bootstrap.distributed import group
 
                 group.export_rendezvous(plan.launch)
             agreed, store = self._agree(plan, found, intra, inter)  # before anything that could hang on a difference
+            if self.world_size > 1:
+                phases.mark("agreement")
             if agreed.status == agreement.Status.STOPPED:
                 self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, agreed.message,
                              started_ns=started_ns, agreed=agreed)
@@ -283,6 +293,8 @@ class Session:
                                                   self.preset.distributed.timeout_s, device, plan.mesh,
                                                   plan.create_group, store)
                 group_state, backend = self._group.state, self._group.backend
+                if group_state is not GroupState.NONE:
+                    phases.mark("init_process_group")
             if plan.dump_dir:
                 from bootstrap.distributed import flightrec
 
@@ -292,6 +304,8 @@ class Session:
                                                              functools.partial(ending.end_stuck, self))
                 self._changes.watcher.start()
             checked = preflight.run(self.preset, plan, device, self._group, self.key, self.preflight_always)
+            if checked.status != records.PreflightStatus.SKIPPED:
+                phases.mark("preflight")
             stopped = nodes.after_preflight(self.preset, plan, checked, preflight.refusal(checked, self.key), self.key,
                                             warnings)  # the bad nodes recorded; the error a stop raises
             if stopped:
@@ -355,6 +369,7 @@ class Session:
         self.report = report.build(self._job(), plan, self.device, found, checks, applied, warnings,
                                    time.perf_counter() - started, status, lint, started_ns, agreed, checked,
                                    self._machine(found), self._provenance_so_far()[0])
+        phases.record(self.report, self.launch, stopped=status is not JobStatus.RUNNING)
         return self._end(JobEnd(status, error=self.named(error)))
 
     # -- closing -----------------------------------------------------------------------------
@@ -372,6 +387,7 @@ class Session:
                 session.close(JobStatus.FAILED, error="closed because an outer session was closed first")
             job_end = JobEnd(JobStatus(status), metrics, error)
             try:  # a record must never keep the process from being restored
+                phases.at_end(self)
                 ending.task_effects(self, job_end)
                 ending.failure(self, job_end)
             except Exception as record_error:  # noqa: BLE001 - the store may be gone with a peer: still restore

@@ -133,7 +133,7 @@ class Watching:
         from bootstrap.watch.series import picture
 
         drawing.draw(picture(series, watch.findings, watch.settings.threshold, self.session.device),
-                     Path(output_dir) / PICTURE, "watch", "bootstrap.pictures.watch", "every rank's scores")
+                     Path(output_dir) / PICTURE, "watch", "watch", "every rank's scores")
 
     def record(self) -> WatchRecord:
         """The report's ``watch`` section as it stands."""

@@ -22,6 +22,7 @@ from bootstrap.doors import outbound
 from bootstrap.doors.errors import BootstrapError
 from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.statuses import GroupState, Teardown
+from bootstrap.doors.timeline import counted
 
 if TYPE_CHECKING:  # torch is imported where it is used (see above)
     from torch.distributed import Store
@@ -295,7 +296,7 @@ def agree_on_run_dir(run_dir: str, launch: Launch, timeout_s: int, environ: Mapp
 
         store = dist.TCPStore(launch.master_addr or "127.0.0.1", _master_port(launch), is_master=False,
                               timeout=deadline.left())
-        return share_run_dir(store, key, launch.rank, run_dir, deadline)
+        return share_run_dir(counted(store), key, launch.rank, run_dir, deadline)  # counted in the callback's phase
 
     try:  # off the main thread, like the rendezvous: Ctrl-C must not wait for rank 0
         return run_interruptibly(exchange, lambda _: None, "bootstrap-run-dir")

@@ -324,6 +324,9 @@ class LauncherRow:
     # True where the engine re-runs a worker that exits: a job the bootstrap refuses raises errors.JobRefused.
     exits_are_retried: Callable[[], bool] = lambda: False
     master_addr_hint: str = ""  # said when its multi-node world lacks MASTER_ADDR
+    # Its own process starts each rank (torchrun's agent, SLURM's slurmstepd) and gives it this variable, not itself:
+    # the rank's nearest ancestor without it is the launcher's (the start's phase `launcher`); "": none measured.
+    own_process_lacks: str = ""
 
 
 # The precedence, first match wins. torchrun's own variables describe its workers even in a
@@ -334,6 +337,7 @@ LAUNCHERS: Tuple[LauncherRow, ...] = (
     # torchrun / torch elastic (and what uses it: accelerate launch, torchrun in a pod). Where
     # OMP_NUM_THREADS is unset it sets 1 for more than one process per node.
     LauncherRow("torchrun", _torchrun, "TORCHELASTIC_RUN_ID", run_dir_from_store=True, agent_store=_uses_agent_store,
+                own_process_lacks="TORCHELASTIC_RUN_ID",
                 restart_count=lambda environ: environ.get("TORCHELASTIC_RESTART_COUNT", "0"),
                 error_file=lambda environ: environ.get("TORCHELASTIC_ERROR_FILE") or None,
                 omp_threads=lambda launch, own_cpus: 1 if launch.local_world_size > 1 else None),
@@ -357,7 +361,8 @@ LAUNCHERS: Tuple[LauncherRow, ...] = (
     # submitit on SLURM or submitit_local: found by asking submitit, which reads its own variables
     LauncherRow("submitit", _submitit, "SUBMITIT_EXECUTOR", exports_rendezvous=True, asked_job=submitit_job),
     # a task of a plain srun step
-    LauncherRow("slurm", _srun, "SLURM_STEP_ID", exports_rendezvous=True, scheduler_job_id=slurm_job_id),
+    LauncherRow("slurm", _srun, "SLURM_STEP_ID", exports_rendezvous=True, scheduler_job_id=slurm_job_id,
+                own_process_lacks="SLURM_STEP_ID"),
     # torchrun-style variables set by hand or by another tool
     LauncherRow("env", _env, "RANK and WORLD_SIZE"),
     # one process, nothing started it as a rank

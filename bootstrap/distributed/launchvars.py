@@ -6,6 +6,7 @@ cannot be read is refused with a ConfigError naming the variable, its value and 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Mapping, Optional, Tuple
 
@@ -51,6 +52,7 @@ def count(environ: Mapping[str, str], name: str, default: Optional[int] = None) 
     return whole_number(name, environ[name], 0, MAX_RANKS)
 
 
+@functools.lru_cache(maxsize=64)  # pure; every rank of a dry run asks it of the same list
 def first_host(nodelist: str) -> Optional[str]:
     """The first host of SLURM's compact list, without expanding the rest (``n[0-9999999]`` is cheap)."""
     items = hostlist.split_items(nodelist, _NODELIST)

@@ -86,6 +86,24 @@ def read_start_environ(path: Path = START_ENVIRON) -> Optional[Dict[str, str]]:
     return start
 
 
+MAX_STAT_BYTES = 4096  # /proc/<pid>/stat: 52 numbers and a command name of at most 64 bytes
+
+
+def read_process_stat(pid: Union[int, str] = "self") -> Tuple[int, int]:
+    """A process's parent and its start, from ``/proc/<pid>/stat`` (Linux, proc(5)): field 4, the parent's pid,
+    and field 22, the start in clock ticks since the machine booted. Field 2, the command's name in parentheses,
+    may hold spaces and parentheses itself: the fields are counted after its last ``)``."""
+    data = read_bytes(f"/proc/{pid}/stat", MAX_STAT_BYTES)
+    fields = data[data.rfind(b")") + 1:].split()
+    try:
+        parent, start = int(fields[1]), int(fields[19])
+    except (IndexError, ValueError):
+        raise Unreadable(f"/proc/{pid}/stat: not a process's status line") from None
+    if parent < 0 or start < 0:
+        raise Unreadable(f"/proc/{pid}/stat: a negative parent or start")
+    return parent, start
+
+
 def read_log_head(path: StrPath, limit: int) -> str:
     """The first ``limit`` bytes of a log another program writes (NCCL's, whose start-up lines come first),
     as text, bytes that are not UTF-8 replaced: a log line is read for one word, the rest never trusted."""

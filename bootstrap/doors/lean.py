@@ -44,19 +44,24 @@ class _Spec:
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     spec: _Spec = type(self).__lean_spec__
-    if len(args) > len(spec.positional):
-        raise TypeError(f"{spec.name}() takes {len(spec.positional)} positional arguments but {len(args)} were given")
-    given = dict(zip(spec.positional, args, strict=False))  # fewer args than positional fields: the rest by name
-    for name in kwargs:
-        if name in given:
-            raise TypeError(f"{spec.name}() got multiple values for argument {name!r}")
-        if name not in spec.keywords:
-            raise TypeError(f"{spec.name}() got an unexpected keyword argument {name!r}")
-    given.update(kwargs)
+    positional, count = spec.positional, len(args)
+    if count > len(positional):
+        raise TypeError(f"{spec.name}() takes {len(positional)} positional arguments but {count} were given")
+    if kwargs:
+        for name in kwargs:
+            if name not in spec.keywords:
+                raise TypeError(f"{spec.name}() got an unexpected keyword argument {name!r}")
+        for name in positional[:count]:
+            if name in kwargs:
+                raise TypeError(f"{spec.name}() got multiple values for argument {name!r}")
     values = self.__dict__  # straight into the instance: a frozen class's __setattr__ refuses
-    for name, default, factory, init in spec.defaults:
-        if init and name in given:
-            values[name] = given[name]
+    given = 0  # the positional arguments taken so far: they fill the positional fields in order
+    for name, default, factory, init in spec.defaults:  # every field in order, as dataclass's __init__ sets them
+        if init and given < count and name is positional[given]:  # (the same name objects: fields' own)
+            values[name] = args[given]
+            given += 1
+        elif init and name in kwargs:
+            values[name] = kwargs[name]
         elif default is not _MISSING:
             values[name] = default
         elif factory is not _MISSING:

@@ -17,6 +17,7 @@ be told from a plain value: give it a marker name, or keep it in the shell.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Iterable
 
@@ -138,9 +139,19 @@ def names_secret(text: Any) -> bool:
 def masked(name: Any, value: Any) -> str:
     """A value stored under ``name`` (a variable, a key), as it may be shown."""
     text = str(value)
-    if _nothing_to_mask(str(name)) and _nothing_to_mask(text):  # most values: no rule below can find anything
+    if len(text) > _MAX_KEPT:
+        return _masked(str(name), text)
+    return _masked_kept(str(name), text)
+
+
+def _masked(name: str, text: str) -> str:
+    if _nothing_to_mask(name) and _nothing_to_mask(text):  # most values: no rule below can find anything
         return text
     return MASK if is_secret(name) or names_secret(text) else mask_credentials(text)
+
+
+_MAX_KEPT = 256  # characters of a value whose masked form is kept: a dry run asks the same of every rank
+_masked_kept = functools.lru_cache(maxsize=1024)(_masked)  # pure: a function of the name and the text alone
 
 
 def holds_secret(value: Any, inside: bool = False) -> bool:

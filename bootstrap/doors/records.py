@@ -28,6 +28,7 @@ from bootstrap.doors.inbound import Unreadable
 from bootstrap.doors.statuses import (AgreementStatus, ComputeVerdict, GroupOwner, GroupState, JobStatus,
                                       PreflightStatus, ProvenanceStatus, Teardown)
 from bootstrap.doors.torch_settings import SETTINGS
+from bootstrap.doors.timings import Phase, Timings, WorldPhase  # noqa: F401 - sections of the report
 from bootstrap.doors.typed import Count
 from bootstrap.doors.typed import Section as _Section
 from bootstrap.doors.typed import section as _section
@@ -321,16 +322,6 @@ class Seed(_Section):
     generators: List[str] = field(default_factory=list)
     data_seed: Optional[int] = None
     task_seed: Optional[int] = None
-
-
-@_section
-class Timings(_Section):
-    """``timings``: what the bootstrap cost, apart from the checks it ran."""
-
-    bootstrap_s: Optional[float] = None  # the bootstrap's own time at job start, the preflight's apart
-    preflight_s: Optional[float] = _when_set()  # the preflight check's (preflight.seconds)
-    provenance_s: Optional[float] = _when_set()  # collecting the provenance, in a thread after the start
-    started_ns: Optional[int] = None  # time.time_ns() when the job's bootstrap started; null in a preview
 
 
 @_section

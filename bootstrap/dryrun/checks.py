@@ -82,6 +82,7 @@ class Tally:
         self.no_gpu = _Spans()
         self.mesh: Optional[Dict[str, int]] = None
         self.lightning_rank0 = False  # rank 0 plans as one process (Lightning): the world starts at rank 1
+        self._last: Optional[Tuple[Dict[str, str], str]] = None  # the last fingerprint digested, and its digest
 
     def refuse(self, rank: int, message: str) -> None:
         """A rank whose start-up is refused. Messages that differ only in numbers (``RANK=3``) are one finding,
@@ -117,9 +118,15 @@ class Tally:
         self._seeds(rank, plan, single_first)
         if self.uses_gpus and self.gpus_per_node is not None and local >= self.gpus_per_node:
             self.no_gpu.add(rank)
-        digest = comparison.digest(prints)  # once: the whole fingerprint's, the compared part's where it is all of it
-        self._compare(rank, compared, digest if compared is prints else comparison.digest(compared))
+        digest = self._digest(prints)  # once: the whole fingerprint's, the compared part's where it is all of it
+        self._compare(rank, compared, digest if compared is prints else self._digest(compared))
         self._fingerprint(self.full_prints, rank, prints, digest)
+
+    def _digest(self, prints: Mapping[str, str]) -> str:
+        """``comparison.digest``, kept for the last fingerprint: most ranks' are equal to the rank's before."""
+        if self._last is None or self._last[0] != prints:
+            self._last = (dict(prints), comparison.digest(prints))
+        return self._last[1]
 
     def _seeds(self, rank: int, plan: object, single_first: bool) -> None:
         """docs/distributed.md: global seed = seed + 100 * pp_rank; data seed = seed + rank (seed_offset: rank)."""

@@ -300,12 +300,14 @@ def scale(preset: schema.EnvConfig, asked: Asked, store: Optional[str]) -> Dict[
     node_groups = nodes if asked.per_node > 1 and nodes > 1 else 0
     # the world's group, the headers' gather, an all_reduce per size, each node's group and all_reduce, the records'
     collectives = 2 + len(preset.preflight.sizes_mb) + node_groups + (1 if node_groups else 0) + 1
-    # agree_store: 5 operations a rank; the run directory through torchrun's agent store: 1 more
-    ops = 0 if not store or store.startswith("none") else 6 if "agent" in store else 5
+    phases = predicted_phases(store, world, collectives if preflight_runs(preset, world) else 0)
+    ops = sum(phase.get("store_ops_per_rank", 0) for phase in phases)
     return {
         "store": store or "none",
         "store_ops_per_rank": ops,
-        "store_ops_total": ops * world,
+        "store_ops_total": ops * world + sum(phase["store_ops_rank0"] - phase["store_ops_per_rank"]
+                                             for phase in phases if "store_ops_rank0" in phase),  # rank 0's reads
+        "phases": phases,
         "store_ops_more_when_ranks_differ": "2 on each differing rank; each rank reads at most 16 records",
         "preflight_gather_bytes_per_rank": (HEADER_BYTES + LAYOUT.size) * world,
         "preflight_collectives": collectives,
@@ -320,6 +322,32 @@ def scale(preset: schema.EnvConfig, asked: Asked, store: Optional[str]) -> Dict[
                          "watch_store_ops", "watch_rank0_reads_bytes",
                          *(["preflight_collectives (one group per node)"] if node_groups else [])],
     }
+
+
+def preflight_runs(preset: schema.EnvConfig, world: int) -> bool:
+    """Does the preflight check measure at this world size (``bootstrap.preflight.request.skipped_because``)?"""
+    return preset.preflight.mode.value != "off" and world > 1
+
+
+def predicted_phases(store: Optional[str], world: int, collectives: int) -> List[Dict[str, Any]]:
+    """The start's phases whose cost depends on N, as a real run's report counts them (``timings.phases[]``'s
+    ``store_ops``): the run directory through torchrun's agent store (in the callback's phase), the agreement
+    (:mod:`bootstrap.distributed.agree_store`: 5 operations a rank), the preflight's collectives, and the phases'
+    own exchange at the first step (:func:`bootstrap.distributed.phase_exchange.operations`: 1 a rank, and rank
+    0 reads every record)."""
+    from bootstrap.distributed import phase_exchange
+
+    out: List[Dict[str, Any]] = []
+    if store and "agent" in store:
+        out.append({"name": "callback", "store_ops_per_rank": 1})
+    if store and not store.startswith("none"):  # rank 0's report (Lightning) or one process: no store's comparison
+        out.append({"name": "agreement", "store_ops_per_rank": 5})
+    if collectives:
+        out.append({"name": "preflight", "collectives": collectives})
+    if world > 1:  # through the store of the group in use at the first step, whoever made it
+        out.append({"name": "first_step", "store_ops_per_rank": phase_exchange.operations(1, world),
+                    "store_ops_rank0": phase_exchange.operations(0, world)})
+    return out
 
 
 def entries_by_rank(entries: Iterable[Dict[str, Any]]) -> Dict[int, Dict[str, Any]]:

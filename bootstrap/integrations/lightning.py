@@ -26,6 +26,7 @@ import sys
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
+from bootstrap.core import phases
 from bootstrap.doors import outbound
 from bootstrap.doors.errors import BootstrapError
 from bootstrap.integrations import active_session
@@ -63,8 +64,10 @@ class BootstrapLogging(Callback):
         session = active_session()
         if session is None:  # no bootstrap in this job: nothing to log, and nothing to say
             return
+        phases.mark("setup")
         try:  # every rank, now that Lightning's DDP has made its process group: the check it came too late for
-            session.preflight_now()
+            if session.preflight_now() is not None:
+                phases.mark("preflight")
         except BootstrapError as error:  # recorded and restored; one line on every rank, as at the job's start
             outbound.stop(f"Error: {error}", getattr(error, "exit_code", 1))  # 1; a requeue's 75
         if self._logged is not None and self._logged() is session:
@@ -85,11 +88,19 @@ class BootstrapLogging(Callback):
                             outbound.finding(f"{type(error).__name__}: {error}", 500))
 
 
+    # -- the start's phases, up to the first step (bootstrap.core.phases): on every rank -------------------------
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        if active_session() is not None:
+            phases.mark("restore")
+
+    def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
+        if active_session() is not None and phases.TIMELINE.last() == "restore":
+            phases.mark("first_batch")
+
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
-        """Every rank, after each training batch: a step for what watches the steps (the watch, docs/watch.md)."""
         session = active_session()
         if session is not None:
-            session.step()
+            session.step()  # a finished step (its optimizer step included): the first ends the start
 
 
 STATUS_KEY = "bootstrap/job/status"  # running at the setup: a logger's hyperparameters are written once (MLflow's

@@ -9,19 +9,13 @@ changed in an app that uses pyplot itself.
 from __future__ import annotations
 
 import io
-import logging
-import os
-import signal
-import sys
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Optional, Sequence, Tuple
+from typing import Any, Optional, Tuple
 
-from bootstrap.doors import inbound, outbound
+from bootstrap.doors import outbound
 
 MISSING = "no picture: matplotlib is not installed (pip install 'hydra-train-bootstrap[plot]')"
 FORMATS = {".png": "png", ".svg": "svg"}
-MAX_BYTES = 64 * 2**20  # the JSON of a picture of 10,000 ranks is well under 1 MiB
-MAX_DRAW_S = 120  # a drawing process ends by then, whatever happens (a font cache built for the first time)
 
 
 def available() -> bool:
@@ -99,47 +93,3 @@ def _cleaning(inner: Any) -> Any:
 def _no_software_metadata(suffix: str) -> dict:
     # matplotlib stamps its version and, in SVG, a date: a picture's bytes then depend only on its data
     return {"Software": None} if suffix == ".png" else {"Date": None, "Creator": None}
-
-
-# -- a picture drawn in a process of its own (the preflight's, the watch's) -----------------------------------------
-def _bounded() -> None:
-    """The drawing process: gentle on the job's CPUs, quiet, and ended within :data:`MAX_DRAW_S`."""
-    try:
-        os.nice(10)
-    except OSError:
-        pass
-
-    def too_long(*_: Any) -> None:
-        raise TimeoutError(f"not drawn within {MAX_DRAW_S} s")
-
-    signal.signal(signal.SIGALRM, too_long)
-    signal.alarm(MAX_DRAW_S)
-    logging.getLogger("matplotlib").setLevel(logging.ERROR)  # its own notes (a font cache built) are not ours
-
-
-def drawing_process(argv: Sequence[str], name: str, what: str, figure_from: Callable[[Any], Optional[Any]]) -> int:
-    """A drawing process's main: ``argv`` is ``[PATH]``; the picture arrives on stdin as JSON, ``figure_from`` makes
-    the figure of it (the one of ``name``, the part that asked: ``preflight``, ``watch``; ``what`` it shows)."""
-    path = Path(argv[0]) if argv else Path(".")
-    try:
-        _bounded()
-    except Exception as error:  # noqa: BLE001 - no bound to set: draw anyway, and say so
-        outbound.say(f"bootstrap: {name}: drawing unbounded: {type(error).__name__}: {error}", err=True,
-                     one_line=True)
-    return draw_from(sys.stdin.buffer, path, name, what, figure_from)
-
-
-def draw_from(stream: BinaryIO, path: Path, name: str, what: str, figure_from: Callable[[Any], Optional[Any]]) -> int:
-    """Draw the picture ``stream`` holds (JSON) into ``path``. Any failure is one line on stderr, and status 1."""
-    try:
-        data = inbound.parse_json_bytes(stream.read(MAX_BYTES + 1), MAX_BYTES, what)
-        drawn = figure_from(data)
-        if drawn is None:
-            outbound.say(f"bootstrap: {name}: {MISSING}", err=True, one_line=True)
-            return 1
-        save(drawn, path)
-        return 0
-    except Exception as error:  # noqa: BLE001 - whatever it is, one line: the job goes on without its picture
-        outbound.say(f"bootstrap: {name}: no picture in {path}: {type(error).__name__}: {error}", err=True,
-                     one_line=True)
-        return 1

@@ -14,8 +14,9 @@ from typing import Any, BinaryIO, List, Optional, Sequence
 
 from bootstrap.doors import inbound
 from bootstrap.doors.typed import Section, section
-from bootstrap.pictures import canvas, notes
+from bootstrap.pictures import apart, canvas, notes
 
+MAX_BYTES = apart.MAX_BYTES
 MAX_NOTES = 4  # findings written under the picture (the log and the report have them all)
 MAX_LABELLED = 8  # named ranks whose number is written beside their point (as a finding names 8)
 LOG_SCALE_RATIO = 30  # a panel whose values and lines span more than this factor is drawn on a log scale
@@ -125,13 +126,17 @@ def _panel(axes: Any, panel: Panel, index: int) -> None:
     axes.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
 
 
-# -- drawn in a process of its own -------------------------------------------------------------
+# -- drawn in a process of its own (bootstrap.pictures.apart) ----------------------------------
 def main(argv: Sequence[str]) -> int:
-    """The drawing process: ``main([PATH])`` draws the picture that arrives on stdin into PATH."""
-    return canvas.drawing_process(argv, "preflight", "the preflight's figures", lambda data: figure(read(data)))
+    """The drawing process: ``main([PATH])`` draws the picture that arrives on stdin into PATH (:func:`draw_from`)."""
+    return apart.main(argv, "preflight", _drawn)
 
 
 def draw_from(stream: BinaryIO, path: Path) -> int:
     """Draw the picture ``stream`` holds (:class:`Picture` as JSON) into ``path``. Any failure is one line on
     stderr, and status 1."""
-    return canvas.draw_from(stream, path, "preflight", "the preflight's figures", lambda data: figure(read(data)))
+    return apart.draw_from(stream, path, "preflight", _drawn)
+
+
+def _drawn(data: Any) -> Optional[Any]:
+    return figure(read(data))

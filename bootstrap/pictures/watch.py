@@ -4,7 +4,7 @@ one a rank, or spans of ranks showing their lowest score), the lanes a finding n
 
 Drawn from plain values (:class:`Picture`, which :func:`bootstrap.watch.series.picture` builds), so that a test
 reads every plotted number back: each panel's mesh has a ``gid`` (``relative``, ``individual``). :func:`main`
-draws one in a process of its own (:func:`bootstrap.pictures.canvas.drawing_process`), from the picture as JSON
+draws one in a process of its own (:mod:`bootstrap.pictures.apart`), from the picture as JSON
 on its stdin: the job that asked for it never waits for it.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, List, Optional, Sequence
 
 from bootstrap.doors import inbound
 from bootstrap.doors.typed import Section, section
-from bootstrap.pictures import canvas, notes
+from bootstrap.pictures import apart, canvas, notes
 
 MAX_NOTES = 4
 MAX_LANES = 40
@@ -86,4 +86,4 @@ def _panel(axes: Any, picture: Picture, name: str) -> Any:
 
 def main(argv: Sequence[str]) -> int:
     """The drawing process: ``main([PATH])`` draws the picture that arrives on stdin into PATH."""
-    return canvas.drawing_process(argv, "watch", "the watch's scores", lambda data: figure(read(data)))
+    return apart.main(argv, "watch", lambda data: figure(read(data)))

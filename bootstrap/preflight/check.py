@@ -22,6 +22,7 @@ from bootstrap.distributed.waits import Deadline
 from bootstrap.doors import outbound, records
 from bootstrap.doors.errors import PRESET_KEY
 from bootstrap.doors.statuses import ComputeVerdict
+from bootstrap.doors.timeline import TIMELINE
 from bootstrap.preflight import figures as rank_figures
 from bootstrap.fabric import nccl_log
 from bootstrap.preflight import bounds, fabric_check, measure
@@ -45,6 +46,7 @@ def run(request: Request) -> records.Preflight:
     own = _compute(request, record, notes)
     world, extra = [own], list[Finding]()
     if request.grouped:
+        TIMELINE.mark("preflight")  # its matmul; next, the first collective (timeline: the start's phases)
         try:
             world, headed = _collectives(request, record, own, Deadline(request.seconds), notes)
             extra.extend(headed)
@@ -125,6 +127,7 @@ def _collectives(request: Request, record: records.Preflight, own: RankFigures, 
             sent = measure.gather(meeting, world_group, rank_figures.header(rank_figures.pack(own), affordable,
                                                                             own.host, own.node_rank),
                                   request.device, "header")
+            TIMELINE.mark("first_collective")  # the check's group made and its first gather: a communicator's start
             headers = [rank_figures.read_header(rank, data) for rank, data in enumerate(sent)]
             mismatched, affordable = rank_figures.agree(headers)
             if mismatched:  # every rank read the same headers: every rank stops gathering here

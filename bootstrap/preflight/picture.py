@@ -12,14 +12,11 @@ from __future__ import annotations
 import importlib.util
 import logging
 import statistics
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any, List, Optional, Sequence
 
 from bootstrap.doors import outbound
-from bootstrap.pictures import canvas
+from bootstrap.pictures import apart, canvas
 from bootstrap.pictures.preflight import Line, Panel, Picture
 from bootstrap.preflight.figures import RankFigures
 from bootstrap.preflight.request import Request
@@ -30,11 +27,6 @@ log = logging.getLogger(__name__)
 COMPUTE_KINDS = ("faulty", "slow", "min_tflops")  # findings about a rank's matmul
 NETWORK_KINDS = ("min_busbw_gbps", "network")  # about the world's all_reduce
 MAX_NOTES = 4
-ROOT = str(Path(__file__).resolve().parents[2])  # the directory that holds this bootstrap package
-# The drawing process finds this very package first (not one of the same name in its working directory).
-CHILD = ("import sys; sys.path[0] = sys.argv[1]; from {module} import main; "
-         "sys.exit(main(sys.argv[2:]))")
-_drawing: List[subprocess.Popen] = []  # started and not yet seen to end (a Popen dropped while running warns)
 
 
 def wanted(findings: Sequence[Finding]) -> bool:
@@ -89,21 +81,17 @@ def picture(world: Sequence[RankFigures], findings: Sequence[Finding], request: 
                    notes=[finding.message for finding in findings[:MAX_NOTES]])
 
 
-def draw(drawn: Any, path: Path, name: str = "preflight", module: str = "bootstrap.pictures.preflight",
+def draw(drawn: Any, path: Path, name: str = "preflight", module: str = "preflight",
          what: str = "every rank's figures") -> None:
-    """Start drawing ``drawn`` (a picture section: the preflight's, or ``module``'s, whose ``main`` draws it) into
-    ``path`` in a process of its own, and return at once. Without matplotlib, one line in the log says how to get
-    the picture; a picture that cannot be started is one line too (``name``: the part that asked)."""
+    """Start drawing ``drawn`` (a picture section: the preflight's, or ``bootstrap.pictures.<module>``'s, whose
+    ``main`` draws it) into ``path`` in a process of its own (:mod:`bootstrap.pictures.apart`), and return at once.
+    Without matplotlib, one line in the log says how to get the picture; a picture that cannot be started is one
+    line too (``name``: the part that asked)."""
     try:
         if importlib.util.find_spec("matplotlib") is None:
             log.warning("%s: %s", name, canvas.MISSING)
             return
-        _drawing[:] = [started for started in _drawing if started.poll() is None]
-        with tempfile.TemporaryFile() as feed:  # unlinked already: nothing is left behind, whatever happens
-            feed.write(outbound.to_json(drawn.to_json()).encode("utf-8"))
-            feed.seek(0)
-            _drawing.append(subprocess.Popen([sys.executable, "-c", CHILD.format(module=module), ROOT, str(path)],
-                                             stdin=feed, stdout=subprocess.DEVNULL, start_new_session=True))
+        apart.start(module, drawn.to_json(), path)
     except Exception as error:  # noqa: BLE001 - the picture is a courtesy: the job goes on without it
         log.warning("%s: no picture: %s", name, outbound.finding(f"{type(error).__name__}: {error}"))
         return

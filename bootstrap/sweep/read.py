@@ -68,6 +68,7 @@ class Row:
     environment: Dict[str, str] = field(default_factory=dict, compare=False)  # rank 0's (facts.environment)
     override_list: Optional[Tuple[str, ...]] = None  # each override, masked, as typed; None: not known
     ranks_apart: str = ""  # the ranks of this job whose packages differ from rank 0's ("rank 1 (node2)"); "" when none
+    first_step_s: Optional[float] = None  # rank 0's time to its first step (timings.first_step_s); None: not reached
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,7 @@ def row_from_reports(job_dir: "os.PathLike[str] | str", reports: List[Report],
         bad_nodes=masked_line(facts.bad_nodes(first.preflight)),
         watch=masked_line(facts.watch_findings(first.watch)),
         ranks_apart=_ranks_apart(reports),
+        first_step_s=first.timings.first_step_s,
     )
 
 

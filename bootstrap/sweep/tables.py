@@ -42,21 +42,23 @@ def _checked(rows: Sequence[Any]) -> bool:
 def _table(rows: Sequence[Any], names: Sequence[str], keys: Sequence[str],
            whole_overrides: bool) -> Tuple[List[str], List[list]]:
     """The header and one line per row: the job, its whole overrides (``whole_overrides``: the CSV), status,
-    threads, the preflight's columns where it ran, the swept ``keys``, the metrics ``names``, best. The first
-    columns keep their places whatever was swept: what a job was given sits beside what it reported."""
+    threads, the time to the first step where a job reached it, the preflight's columns where it ran, the swept
+    ``keys``, the metrics ``names``, best. The first columns keep their places whatever was swept: what a job was
+    given sits beside what it reported."""
     checked, bad = _checked(rows), any(getattr(r, "bad_nodes", "") for r in rows)
     watched = any(getattr(r, "watch", "") for r in rows)
+    stepped = any(getattr(r, "first_step_s", None) is not None for r in rows)  # a job reached its first step
     fixed = ["job", *(["overrides"] if whole_overrides else []), "status", "intra_op", "inter_op",
-             *(["preflight", "slowest_tflops"] if checked else []), *(["bad_nodes"] if bad else []),
-             *(["watch"] if watched else [])]
+             *(["first_step_s"] if stepped else []), *(["preflight", "slowest_tflops"] if checked else []),
+             *(["bad_nodes"] if bad else []), *(["watch"] if watched else [])]
     columns = swept.column_names(keys, [*fixed, "best", *_metric_names(rows)])
     header = [*fixed, *(masked_line(c) for c in columns), *(masked_line(n) for n in names), "best"]
     body = []
     for r in rows:
         given = swept.cells(r) if keys else {}
         body.append([r.job, *([r.overrides] if whole_overrides else []), r.status, r.intra_op, r.inter_op,
-                     *([r.preflight, r.slowest_tflops] if checked else []), *([r.bad_nodes] if bad else []),
-                     *([r.watch] if watched else []),
+                     *([r.first_step_s] if stepped else []), *([r.preflight, r.slowest_tflops] if checked else []),
+                     *([r.bad_nodes] if bad else []), *([r.watch] if watched else []),
                      *(given.get(k) for k in keys),
                      *(r.metrics.get(n) for n in names), r.best])
     return header, body

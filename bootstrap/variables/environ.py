@@ -58,6 +58,13 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 def normalize(name: str, value: Any) -> Optional[str]:
     """The string a variable gets: ints as digits, bools as 1/0; None means "do not set"."""
+    try:
+        return _normalized(name, value)
+    except TypeError:  # a value that cannot be a key (a list): refused below, with its message
+        return _normalize(name, value)
+
+
+def _normalize(name: str, value: Any) -> Optional[str]:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigError(
             f"{PRESET_KEY}.vars.{outbound.shown(name)}: {name!r} is not a valid environment variable name. "
@@ -83,6 +90,10 @@ def normalize(name: str, value: Any) -> Optional[str]:
         raise ConfigError(f"{PRESET_KEY}.vars.{name} cannot be encoded for the environment "
                           f"(filesystem encoding {sys.getfilesystemencoding()}). Use valid Unicode text.") from None
     return text
+
+
+# Pure: kept for the values last asked (a dry run asks the same of every rank); typed: True, 1 and 1.0 are apart.
+_normalized = functools.lru_cache(maxsize=1024, typed=True)(_normalize)
 
 
 @lean_dataclass(frozen=True)

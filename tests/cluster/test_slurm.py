@@ -47,6 +47,14 @@ def test_srun_places_one_rank_per_node_each_with_its_host(slurm, tmp_path):
     assert job.endswith(".0"), job  # the allocation's first step
     check_one_rank_per_node(found, job)
     assert ran.stdout.count("Error") == 0, ran.stdout + ran.stderr
+    # the start, phase by phase (issue 49): each rank's own from its node's slurmstepd, and rank 0's gathered at the
+    # first step, each phase's slowest rank named with its node
+    for report in found:
+        names = [phase["name"] for phase in report["timings"]["phases"]]
+        assert names[0] == "launcher" and names[-3:] == ["task", "first_batch", "first_step"], names
+    gathered = found[0]["timings"]["world_phases"]
+    assert gathered and all(phase["ranks"] == 3 for phase in gathered)
+    assert all(phase["slowest_host"] == host_of(found[phase["slowest_rank"]]) for phase in gathered), gathered
 
 
 @pytest.mark.slow  # about 60 s on 2 busy cores: the scheduler's polls, then the job

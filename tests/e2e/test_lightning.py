@@ -479,6 +479,12 @@ def test_ddp_a_slow_rank_is_named_on_every_rank_under_warn_and_the_job_trains(tm
         assert _names_rank1_slow(check), (name, check)
         assert f"preflight: {check['findings'][0]['message']}" in report["warnings"]
         assert report["timings"]["preflight_s"] == check["seconds"] > 0
+        # the task's phases through the callback alone (issue 49): Lightning's hooks mark them on every rank
+        names = [phase["name"] for phase in report["timings"]["phases"]]
+        assert names[names.index("hand_off"):] == ["hand_off", "setup", "preflight", "first_collective", "preflight",
+                                                   "restore", "first_batch", "first_step"], names
+    gathered = run.report("bootstrap.json")["timings"]["world_phases"]  # rank 0's, through Lightning's group
+    assert {phase["name"]: phase["ranks"] for phase in gathered}["first_step"] == 2
     _recorded_its_node(run, ledger, "recorded")
 
 

@@ -83,6 +83,10 @@ def test_a_slow_rank_stops_every_rank_before_training_under_error(tmp_path):
         (finding,) = check["findings"]
         assert finding["kind"] == "slow" and finding["ranks"] == [1] and _slowdown(finding["message"]) > MAX_SKEW
         assert check["slowest"]["rank"] == 1 and finding["message"] in report["job"]["error"]
+        # the start's phases it reached (issue 49): up to the preflight that stopped it, and no first step
+        names = [phase["name"] for phase in report["timings"]["phases"]]
+        assert names[-5:] == ["init_process_group", "preflight", "first_collective", "preflight", "stopped"], names
+        assert "first_step_s" not in report["timings"] and "world_phases" not in report["timings"]
     # both ranks judged the same gathered figures
     assert reports[0]["preflight"]["findings"] == reports[1]["preflight"]["findings"]
     # rank 0 drew them, though every rank stopped at once (torchrun stops the ranks left when one ends)

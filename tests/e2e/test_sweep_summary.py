@@ -47,10 +47,12 @@ def test_a_thread_sweep_shows_its_shared_overrides_once_a_column_per_swept_key_a
     markdown = (thread_sweep / "sweep_summary.md").read_text()
     assert markdown.startswith("Shared by all jobs: `train.steps=20 env=cpu_debug`\n\n")
     table = _table(markdown)
-    assert table[0].startswith("| job | status | intra_op | inter_op | env.threads.intra_op | samples_per_s |")
+    assert table[0].startswith("| job | status | intra_op | inter_op | first_step_s | env.threads.intra_op | "
+                               "samples_per_s |")
     assert "train.steps" not in "\n".join(table) and "env=cpu_debug" not in "\n".join(table)
     cells = [[cell.strip("* ") for cell in line.split(" | ")] for line in table[2:]]
-    assert sorted(c[4] for c in cells) == ["1", "2"] and all(c[4] == c[2] for c in cells)  # swept = applied
+    assert sorted(c[5] for c in cells) == ["1", "2"] and all(c[5] == c[2] for c in cells)  # swept = applied
+    assert all(float(c[4]) > 0 for c in cells)  # each job's time to its first step (timings.first_step_s)
     assert f"\n{IMAGE}\n" in markdown and (thread_sweep / "sweep_summary.png").read_bytes().startswith(PNG)
     with open(thread_sweep / "sweep_summary.csv") as f:
         rows = list(csv.DictReader(f))
@@ -77,7 +79,7 @@ def test_bootstrap_summary_ranks_again_by_another_objective(thread_sweep, tmp_pa
     assert proc.returncode == 0, proc.stderr
     markdown = (sweep / "sweep_summary.md").read_text()
     best = next(line for line in _table(markdown) if line.startswith("| **"))
-    assert best.split(" | ")[4] == "**1**"  # one thread is now best
+    assert best.split(" | ")[5] == "**1**"  # one thread is now best
     assert "![num_threads against each swept value](sweep_summary.png)" in markdown
     proc = _run(["-m", "bootstrap", "summary", str(sweep), "--objective", "accuracy", "--no-plot"], tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -121,7 +123,7 @@ def test_without_matplotlib_the_command_writes_the_summary_and_one_line_says_how
     assert [line for line in proc.stdout.splitlines() if "matplotlib" in line.replace(str(tmp_path), "")] == \
         [canvas.MISSING]
     assert f"\n{canvas.MISSING}\n" in markdown and IMAGE not in markdown and not (sweep / "sweep_summary.png").exists()
-    assert _table(markdown)[0].startswith("| job | status | intra_op | inter_op | env.threads.intra_op |")
+    assert _table(markdown)[0].startswith("| job | status | intra_op | inter_op | first_step_s | env.threads.intra_op |")
 
 
 def test_bootstrap_summary_of_a_directory_holding_single_runs_and_a_sweep_exits_2_and_writes_nothing(

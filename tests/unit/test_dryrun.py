@@ -149,3 +149,14 @@ def test_kubeflow_pods_of_several_processes_started_directly_are_the_jobs_own_re
                               "--cpus-per-node", "8", "env=cpu_debug")
     assert code == 1 and _kinds(doc) == ["plan"]
     assert "Start the processes with torchrun inside the pod" in doc["summary"]["findings"][0]["what"]
+
+
+def test_the_store_operations_of_the_phases_that_grow_with_n_add_up_to_the_stores_total(tmp_path, capsys):
+    code, out, _, doc = _dryrun(tmp_path, capsys, "--world", "1024", "--nodes", "128", "--launcher", "slurm",
+                                "--cpus-per-node", "96", "env=cpu_debug")
+    scale = doc["summary"]["scale"]
+    by_name = {phase["name"]: phase for phase in scale["phases"]}
+    assert by_name["first_step"] == {"name": "first_step", "store_ops_per_rank": 1, "store_ops_rank0": 3}
+    assert scale["store_ops_per_rank"] == 6 == sum(p.get("store_ops_per_rank", 0) for p in scale["phases"])
+    assert scale["store_ops_total"] == 6 * 1024 + 2  # and rank 0's wait and read of every record
+    assert "6 ops a rank, 6146 in all" in out and "first_step 1 store ops a rank (rank 0: 3)" in out

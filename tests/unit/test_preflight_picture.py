@@ -16,7 +16,7 @@ import pytest
 
 import bootstrap
 from bootstrap.doors import inbound, outbound
-from bootstrap.pictures import canvas, notes
+from bootstrap.pictures import apart, canvas, notes
 from bootstrap.pictures import preflight as drawing
 from bootstrap.preflight import picture, verdict
 from bootstrap.preflight.figures import Compute
@@ -123,11 +123,11 @@ def test_the_picture_travels_as_json_and_is_read_back_strictly(tmp_path):
 
 def test_the_drawing_process_says_in_one_line_what_it_could_not_draw(tmp_path, capsys):
     assert drawing.draw_from(io.BytesIO(b'{"title": "t", "panels": 3}'), tmp_path / "p.png") == 1
-    assert drawing.draw_from(io.BytesIO(b"x" * (canvas.MAX_BYTES + 1)), tmp_path / "p.png") == 1
+    assert drawing.draw_from(io.BytesIO(b"x" * (apart.MAX_BYTES + 1)), tmp_path / "p.png") == 1
     lines = capsys.readouterr().err.splitlines()
     assert lines == [f"bootstrap: preflight: no picture in {tmp_path}/p.png: Unreadable: panels: not a list",
                      f"bootstrap: preflight: no picture in {tmp_path}/p.png: Unreadable: the preflight's figures: "
-                     f"larger than {canvas.MAX_BYTES} bytes"]
+                     f"larger than {apart.MAX_BYTES} bytes"]
     assert not (tmp_path / "p.png").exists()
 
 

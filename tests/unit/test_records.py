@@ -22,7 +22,7 @@ SECTIONS = {
                     "master_port", "job_id", "backend", "process_group", "teardown", "mesh", "group_at_end", "hang",
                     "agreement"],
     "seed": ["value", "global_seed", "generators", "data_seed", "task_seed"],
-    "timings": ["bootstrap_s", "started_ns"],
+    "timings": ["bootstrap_s", "started_ns", "phases"],
     "provenance": ["status", "host", "git", "git_missing", "packages", "packages_digest", "packages_file", "container",
                    "gpu_driver"],
 }

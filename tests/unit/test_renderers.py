@@ -236,6 +236,28 @@ def _peer_windows(sweep: Path) -> str:
     return "\n".join([*(f.message for f in read), header.host]) + "\n" + outbound.to_json(record.to_json())
 
 
+def _peer_phases(sweep: Path) -> str:
+    """Every rank's start phases as rank 0 reads them at the first step (bootstrap.distributed.phase_exchange): the
+    world's figures as its report holds them, the line it logs, the picture's lanes and the unreadable ranks."""
+    from bootstrap.core import phases
+    from bootstrap.core.phase_world import World
+    from bootstrap.distributed import phase_exchange
+    from bootstrap.doors.inbound import Unreadable
+
+    hostile_host = f"h\n{FORGED} password={PLANTED['preflight']}"
+    sent = [phase_exchange.pack(hostile_host, [(f"x\n{FORGED}", 1.0), ("plan", 2.0)]),
+            phase_exchange.pack("b", [(f"\x1b[2J{FORGED}", 3.0)] * 40), b"\xff" * phase_exchange.RECORD_BYTES]
+    world = World(len(sent))
+    for rank, data in enumerate(sent):
+        try:
+            world.add(rank, *phase_exchange.unpack(rank, data))
+        except Unreadable as error:
+            world.refuse(rank, str(error))
+    summary = world.summary()
+    return "\n".join([phases.line(1.0, summary, []), *world.unreadable, *(lane.label for lane in world.lanes())]) + \
+        "\n" + outbound.to_json([phase.to_json() for phase in summary])
+
+
 def _driver_version(sweep: Path) -> str:
     """/proc/driver/nvidia/version, the kernel module's text (bootstrap.provenance.machine): only a version."""
     from bootstrap.doors import inbound
@@ -312,6 +334,7 @@ RENDERERS = {
     "the ranks' preflight figures": _peer_figures, "NCCL's log": _nccl_network,
     "the GPU driver's version": _driver_version, "NCCL's logs judged by the fabric rules": _fabric_findings,
     "the shared exclusion file": _exclusion_file, "the ranks' watch figures and rank 0's verdict": _peer_windows,
+    "every rank's start phases": _peer_phases,
     "the GPU driver's version": _driver_version,
 }
 
@@ -392,13 +415,16 @@ READERS_OF_OTHERS_DATA = {
     "bootstrap/pictures/preflight.py": "the picture rank 0 sends its own drawing process on stdin: not others' data "
                                        "(cleaned when sent; its texts cleaned again when saved, canvas.save)",
     "bootstrap/pictures/watch.py": "the watch's picture rank 0 sends its own drawing process: as the preflight's",
-    "bootstrap/pictures/canvas.py": "a drawing process's picture on its stdin (the preflight's, the watch's): as the "
-                                    "preflight's",
     "bootstrap/watch/figures.py": "every rank's window record in the store: 'the ranks' watch figures and rank 0's "
                                   "verdict'",
     "bootstrap/watch/exchange.py": "rank 0's verdict in the store: 'the ranks' watch figures and rank 0's verdict'",
     "bootstrap/core/nodes.py": "the job directory's own bad_nodes.jsonl and exclude.txt, which rank 0 wrote, read back "
                                "to add to them (bounded; exclude.txt through hostlist.expand), never shown",
+    "bootstrap/pictures/phases.py": "the start's phases' picture rank 0 sends its own drawing process: its lanes' "
+                                    "labels and phase names, from 'every rank's start phases'",
+    "bootstrap/pictures/apart.py": "the picture on a drawing process's stdin (the preflight's, the watch's, the "
+                                   "start's phases'): not others' data",
+    "bootstrap/distributed/phase_exchange.py": "every rank's record at the first step: 'every rank's start phases'",
 }
 _READS = re.compile(r"\b(?:read_report|from_json|exchange|parse_json_bytes|read_json|read_yaml_mapping|"
                     r"read_string_list|read_pickled_data|read_private_bytes|read_text|store\.get|compare_set|unpack_record|"

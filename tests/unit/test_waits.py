@@ -35,6 +35,9 @@ WAITS = {
     ("bootstrap/core/agreement.py", "agree_store.exchange"): "the comparison's Deadline(timeout_s)",
     ("bootstrap/distributed/agree_store.py", "deadline.bound(store).get"): "what is left of the Deadline",
     ("bootstrap/distributed/agree_store.py", "store.multi_get"): "keys every rank set before 'done': no wait",
+    ("bootstrap/distributed/phase_exchange.py", "store.wait"): "rank 0's Deadline(env.distributed.timeout_s), from "
+                                                               "its first step; no other rank waits",
+    ("bootstrap/distributed/phase_exchange.py", "store.multi_get"): "only the records found set: no wait",
     ("bootstrap/doors/outbound.py", "time.sleep"): "locked's own deadline: env.distributed.timeout_s (core/nodes.py)",
     ("bootstrap/distributed/requeue.py", "subprocess.run"): "timeout=env.distributed.timeout_s, each scontrol line",
     ("bootstrap/distributed/requeue.py", "shlex.join"): "no wait: a command line quoted for the log",
