@@ -53,7 +53,7 @@ def _from_file(directory: Path, name: str) -> Tuple[str, str]:
             head = inbound.read_log_head(directory / file, 64 * 1024)
         except (OSError, inbound.Unreadable):
             continue
-        headers = dict(line.split(": ", 1) for line in head.splitlines()[:40] if ": " in line)
+        headers = dict(line.split(": ", 1) for line in inbound.lines(head)[:40] if ": " in line)
         return headers.get("Name", name), headers.get("Version", "")
     return "", ""
 
@@ -71,7 +71,7 @@ def text(lines: List[str]) -> str:
 def parse(content: str) -> Dict[str, str]:
     """packages.txt -> {name: version}; a line that is not ``name==version`` is skipped."""
     found = {}
-    for line in content.splitlines():
+    for line in inbound.lines(content):  # "\n" alone ends a line: a name holding U+2028 is one line, escaped
         name, separator, version = line.strip().partition("==")
         if separator and name and version:
             found[normalized(name)] = version
