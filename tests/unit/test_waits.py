@@ -35,6 +35,7 @@ WAITS = {
     ("bootstrap/core/agreement.py", "group.rendezvous_store"): "the comparison's Deadline(timeout_s)",
     ("bootstrap/core/agreement.py", "agree_store.exchange"): "the comparison's Deadline(timeout_s)",
     ("bootstrap/distributed/agree_store.py", "deadline.bound(store).get"): "what is left of the Deadline",
+    ("bootstrap/distributed/agree_store.py", "time.sleep"): "POLL_S, looping within min(COURTESY_S, the Deadline)",
     ("bootstrap/distributed/agree_store.py", "store.multi_get"): "keys every rank set before 'done': no wait",
     ("bootstrap/doors/outbound.py", "time.sleep"): "locked's own deadline: env.distributed.timeout_s (core/nodes.py)",
     ("bootstrap/distributed/requeue.py", "subprocess.run"): "timeout=env.distributed.timeout_s, each scontrol line",
