@@ -149,3 +149,15 @@ def test_kubeflow_pods_of_several_processes_started_directly_are_the_jobs_own_re
                               "--cpus-per-node", "8", "env=cpu_debug")
     assert code == 1 and _kinds(doc) == ["plan"]
     assert "Start the processes with torchrun inside the pod" in doc["summary"]["findings"][0]["what"]
+
+
+def test_without_out_it_writes_where_hydra_writes_in_a_folder_git_ignores_and_says_where(tmp_path, capsys,
+                                                                                        monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a checkout: ./dryrun/ beside the sources showed in git status (issue 45)
+    code = cli.main(["--no-mesh", "--world", "2", "--cpus-per-node", "2", "env=cpu_debug"])
+    out = capsys.readouterr().out
+    (written,) = tmp_path.glob("outputs/dryrun/*/*/dryrun.json")
+    assert code == 0 and not (tmp_path / "dryrun").exists()
+    assert f"wrote {written} (" in out.splitlines()[-1]  # its whole path, on the table's last line
+    ignored = (tmp_path / "outputs" / "dryrun" / ".gitignore").read_text().splitlines()
+    assert "*" in ignored  # git status and bootstrap diff RUN --here never see it
