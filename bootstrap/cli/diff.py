@@ -172,9 +172,9 @@ def _package_rows(a: Optional[Dict[str, str]], b: Optional[Dict[str, str]]) -> L
         return []
     rows = []
     for name, old, new in packages.compare(a, b):  # others' files: each shown as a fact is, masked and visible
-        fact = f"package {job_facts.shown('', name)}"
-        rows.append({"name": fact, "a": old and job_facts.shown(fact, old) or UNSET,
-                     "b": new and job_facts.shown(fact, new) or UNSET})
+        fact = f"package {job_facts.shown('', name)}"  # by shape: a package's name (google-auth, fastapi) says
+        rows.append({"name": fact, "a": old and job_facts.shown("", old) or UNSET,  # nothing of its version
+                     "b": new and job_facts.shown("", new) or UNSET})
     return rows
 
 

@@ -202,7 +202,7 @@ def require_preset(config: DictConfig) -> None:
                            f"preset) to the command ({presets.GROUP}={presets.CPU_PRESET} where the primary config's "
                            f"defaults list {presets.GROUP}), or "
                            f"'{presets.choose_override(presets.CALLBACK_KEY, presets.CPU_PRESET)}' for an app whose "
-                           "primary config is a dataclass.")
+                           "primary config is a dataclass.", usage=True)  # the command's to fix: the app runs without
 
 
 def preview(config: DictConfig) -> Tuple[Report, list]:

@@ -34,8 +34,11 @@ def _world(session: Session, world_size: int) -> Optional[Launch]:
             or world_size < 2:
         return None
     wanted = session.preset.distributed
-    try:  # the variables the framework set in rank 0's own environment before it started the others
-        launch = launcher.detect_running(os.environ, wanted.master_addr, wanted.master_port, group_exists=True)
+    # the variables the framework set in rank 0's own environment before it started the others; at the job's end
+    # Lightning's teardown has taken WORLD_SIZE away again, and the group says it
+    environ = {"WORLD_SIZE": str(world_size), **os.environ}
+    try:
+        launch = launcher.detect_running(environ, wanted.master_addr, wanted.master_port, group_exists=True)
     except ConfigError:
         return None
     if not launch.row.started_by_rank0 or launch.rank != 0 or launch.world_size != world_size:

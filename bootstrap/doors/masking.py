@@ -122,11 +122,12 @@ def _masked_header(match: "re.Match[str]") -> str:
     return match.group("bearer") + MASK
 
 
-# An assignment anywhere in a text: `API_KEY=x`, `password: "x y"`, `"token": "x"`, `secret => x`. The value is
+# An assignment anywhere in a text: `API_KEY=x`, `password: "x y"`, `"token": "x"`, `secret => x`; never a pin or a
+# comparison (`google-auth==2.40.0`, a packages.txt line: "==" assigns nothing). The value is
 # a quoted string, or a run up to white space, a quote, or what ends a value in a list, a CSV row or a call (`,;)]}`).
 # A name starts only where a word starts, and never gives back: a long run of letters is read once, not again from
 # each of its characters (text of any length is cleaned whole).
-_INLINE = re.compile(r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*+)(?P<sep>["']?[ \t]*(?::=|=>|=|:)[ \t]*)"""
+_INLINE = re.compile(r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*+)(?P<sep>["']?[ \t]*(?::=|=>|=(?!=)|:)[ \t]*)"""
                      r"""(?P<value>"[^"\n]*"|'[^'\n]*'|\$\{[^{}\s]*\}|[^\s"'`,;)\]}]+)""")
 # After ":" (which also ends a sentence's clause: "password: incorrect", "token: expired") an unquoted value is
 # masked only when it looks like one: 8 characters or more, one of them not a letter.
@@ -259,7 +260,7 @@ def masked_text(text: Any, overrides: Iterable[str] = ()) -> str:
 
 # One line of source or configuration that assigns to a name: `api_key = "x"`, `export HF_TOKEN=x`,
 # `"password": "x",`, `WANDB_API_KEY: x` (a diff's +/- first).
-_ASSIGNMENT = re.compile(r"""^(?P<head>[-+ ]?\s*(?:export\s+)?["']?(?P<name>[A-Za-z_][\w.-]*)["']?\s*(?::=|=|:)\s*)"""
+_ASSIGNMENT = re.compile(r"""^(?P<head>[-+ ]?\s*(?:export\s+)?["']?(?P<name>[A-Za-z_][\w.-]*)["']?\s*(?::=|=(?!=)|:)\s*)"""
                          r"""(?P<value>\S.*?)\s*$""")
 
 

@@ -204,3 +204,12 @@ def test_a_package_named_with_a_line_separator_is_one_package_not_a_forged_torch
     code, out, _ = diff_here(a, b)
     assert code == 1 and "package torch:" not in out, out  # torch is unchanged
     assert "package 'evil\\u2028torch'" in out or "package evil\\u2028torch" in out, out
+
+
+def test_packages_whose_names_hold_a_credential_keyword_keep_their_versions(tmp_path, diff_here):
+    # google-auth, fastapi: a keyword inside a package's name says nothing of its version, and "==" assigns nothing
+    a = _with_packages(tmp_path / "a", ["fastapi==0.115.0", "google-auth==2.40.0"])
+    b = _with_packages(tmp_path / "b", ["fastapi==0.116.1", "google-auth==2.40.0"])
+    assert "google-auth==2.40.0" in (a / "packages.txt").read_text()  # written as it is, not google-auth=***
+    code, out, _ = diff_here(a, b)
+    assert code == 1 and "package fastapi: 0.115.0 -> 0.116.1" in out, out
