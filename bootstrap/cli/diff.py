@@ -305,17 +305,24 @@ def run(args: argparse.Namespace) -> int:
     a_path, a_report = _read(args.a, args.rank)
     a_facts = job_facts.facts(a_report, a_path.parent)
     left_out: List[str] = []
+    joined: List[str] = []
     if args.here:
         b_report = _here(a_path, a_report, args)
         left_out = sorted({*job_facts.set_by_process(a_report), *job_facts.set_by_process(b_report)})
         b_name, b_facts = HERE, job_facts.facts(b_report)
         a_facts, b_facts = (_without_variables(_without_preview_gaps(found), left_out) for found in (a_facts, b_facts))
+        if job_facts.world_joined(a_report):  # Lightning made rank 0's world after the start: no preview starts it
+            a_facts, b_facts = ({**found, "launch": {k: v for k, v in found.get("launch", {}).items()
+                                                     if k not in job_facts.JOINED}} for found in (a_facts, b_facts))
+            joined = [f"not compared: the launch ({', '.join(job_facts.JOINED)}): {a_report.distributed.launcher} made "
+                      "rank 0's world after A's job started, and the preview starts no framework"]
     else:
         if len(args.rest) != 1:
             raise Usage("give two runs: bootstrap diff A B (or A --here)")
         b_path, b_report = _read(args.rest[0], args.rank)
         b_name, b_facts = str(b_path), job_facts.facts(b_report, b_path.parent)
     notes, not_comparable = _versions_apart(a_report, None if args.here else b_report)
+    notes += joined
     differences = compare(_leave_out(a_facts, not_comparable), _leave_out(b_facts, not_comparable), args.all)
     b_packages = packages.parse(packages.text(packages.installed())) if args.here else _packages(b_path, b_report)
     package_rows = _package_rows(_packages(a_path, a_report), b_packages)
