@@ -217,10 +217,10 @@ _MODE = re.compile(r"^  mode: (\w{1,16})$", re.MULTILINE)  # hydra.yaml's ``hydr
 def not_a_sweep(sweep_dir: Path, job_dirs: Sequence[str]) -> Optional[str]:
     """Why ``bootstrap summary`` must not sum these up as one sweep, told from what Hydra recorded, where no
     ``multirun.yaml`` says it (:func:`bootstrap.sweep.walk.not_one_sweep`; another sweeper, Optuna's, writes none):
-    ``sweep_dir`` is a single run's own directory; a job Hydra recorded as a single run (``hydra.mode: RUN`` in its
-    ``.hydra/hydra.yaml``, as lightning-hydra-template's ``logs/train/runs/<time>``); or sweep jobs below more than
-    one directory (each sweep's jobs are its directory's children). None: one sweep, or nothing recorded says
-    otherwise."""
+    ``sweep_dir`` is a single run's own directory; jobs Hydra recorded as single runs (``hydra.mode: RUN`` in their
+    ``.hydra/hydra.yaml``, as lightning-hydra-template's ``logs/train/runs/<time>``) beside a sweep's; or sweep jobs
+    below more than one directory (each sweep's jobs are its directory's children). None: one sweep, single runs
+    gathered by hand alone, or nothing recorded says otherwise."""
     if (Path(sweep_dir) / ".hydra").is_dir():
         return f"{sweep_dir} is a single run's directory (it holds Hydra's .hydra itself), not a sweep's"
     single, parents = 0, set()
@@ -233,7 +233,7 @@ def not_a_sweep(sweep_dir: Path, job_dirs: Sequence[str]) -> Optional[str]:
             single += 1
         elif mode:
             parents.add(os.path.dirname(job_dir))
-    if not single and len(parents) < 2:
+    if (not single or not parents) and len(parents) < 2:  # one sweep; or single runs alone (gathered by hand)
         return None
     shown = ", ".join(os.path.relpath(p, sweep_dir) for p in sorted(parents)[:3]) + \
         (", ..." if len(parents) > 3 else "")
