@@ -68,6 +68,10 @@ BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
     ([], MULTI_NODE_NO_MASTER, "needs MASTER_ADDR"),
     ([], WORLD_WITHOUT_PORT, "env.distributed: env: a world of 2 ranks needs a rendezvous port"),
     ([], MPI_RANK2_OF_2, "env.distributed: mpi: rank 2 is outside world size 2"),
+    # an MPI's rank and size without the local two mpirun sets with them (issue 45): they trained as one process
+    ([], {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "2"}, "env.distributed: mpi: rank 2 is outside world "
+                                                                     "size 2"),
+    ([], {"PMI_RANK": "0", "PMI_SIZE": "2"}, "mpi: a world of 2 ranks (PMI_RANK=0, PMI_SIZE=2, without"),
     ([], MPI_TWO_NODES_NO_MASTER, "MPI gives no master address; pass it with mpirun -x MASTER_ADDR"),
     ([], KUBEFLOW_POD_OF_TWO, "RANK=1 is the pod's index, not a process rank. Start the processes with torchrun"),
     ([], STRAY_AGENT_STORE, "TORCHELASTIC_USE_AGENT_STORE=True says torchrun's agent hosts the ranks' store, but "
@@ -81,7 +85,7 @@ BAD_INPUTS = [  # (overrides, launcher variables, what the message must contain)
 def user_conf(tmp_path: Path) -> Path:
     """A config directory holding the broken presets of BAD_PRESET_FILES, each extending cpu_debug."""
     user_conf = tmp_path / "user_conf"
-    (user_conf / "env").mkdir(parents=True)
+    (user_conf / "env").mkdir(parents=True, exist_ok=True)
     for name, (body, _) in BAD_PRESET_FILES.items():
         (user_conf / "env" / f"{name}.yaml").write_text("defaults:\n  - cpu_debug\n  - _self_\n" + body)
     return user_conf
@@ -94,6 +98,11 @@ DRYRUN_BAD_FLAGS = [  # (flags, what the message must contain)
     (["--world", "8", "--nodelist", "gpu[4-1]"], "runs backwards"),
     (["--world", "8", "--nodelist", "gpu;rm -rf /"], "is not a host name"),
     (["--world", "8", "--nodelist", "n[0-9999999]"], "--nodelist names 10000000 hosts; at most 262144 are read"),
+    # a node named twice anywhere in the list, not only among the first --nodes names (issue 45)
+    (["--world", "2", "--nodelist", "a,a"], "--nodelist names a twice: name each node once."),
+    (["--world", "8", "--nodes", "8", "--nodelist", "gpu[001-008],gpu005"],
+     "--nodelist names gpu005 twice: name each node once."),
+    (["--world", "4", "--nodelist", "gpu[1-3],gpu[2-4]"], "--nodelist names gpu2 twice"),
     (["--world", "8", "--launcher", "jsrun"], "argument --launcher: invalid choice: 'jsrun'"),
     (["--world", "abc"], "argument --world: 'abc' is not a whole number from 1 to 262144"),
     (["--world", "0"], "argument --world: '0' is not a whole number"),
@@ -105,3 +114,28 @@ DRYRUN_BAD_FLAGS = [  # (flags, what the message must contain)
     (["--world", "8", "env=auto"], "env=auto picks its preset from the hardware"),
     (["--world", "8", "env=nope"], "unknown preset 'nope'"),
 ]
+
+
+def job_refusal(tmp_path: Path, overrides) -> str:
+    """What refuses the job, in this process: Hydra while composing train_stub's config (``compose: ...``), else the
+    real callback at job start (``job start: ...``, its SystemExit's message), its output directory
+    ``tmp_path / "out"``. The environment is the test's (monkeypatch it first)."""
+    import pytest
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from bootstrap.adapter.callback import BootstrapCallback
+
+    from conftest import ROOT
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        try:
+            cfg = compose(config_name="config", return_hydra_config=True, overrides=[
+                f"hydra.searchpath=[file://{user_conf(tmp_path)}]", f"hydra.runtime.output_dir={tmp_path / 'out'}",
+                *overrides])
+        except (HydraException, OmegaConfBaseException) as error:
+            return f"compose: {error}"
+        with pytest.raises(SystemExit) as stopped:
+            BootstrapCallback().on_job_start(config=cfg)
+    return f"job start: {stopped.value.code}"

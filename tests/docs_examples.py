@@ -114,20 +114,33 @@ def flat_example() -> str:
     return "```\n" + "\n".join(f"{key:<{width}}  {value!r}" for key, value in view.items()) + "\n```\n"
 
 
-def doctor_example() -> str:
-    """``python -m bootstrap doctor env=h100`` on the fixed machine: no GPU, so the job would stop."""
+INSTALLED = "/opt/venv/lib/python3.11/site-packages"  # where the fixed machine installed the package
+
+
+def doctor_text(overrides: Tuple[str, ...] = ("env=h100",)) -> str:
+    """What ``python -m bootstrap doctor <overrides>`` prints on the fixed machine, line for line as the doctor
+    prints it (``doctor.answer``): the config it composed, the machine, the checks, the variables, the lint, the
+    preflight it expects, torch, and the verdict with every reason (``verdict.before_apply``,
+    ``verdict.after_checks``, as ``verdict.of_preview`` takes them)."""
     from dataclasses import replace
 
     from bootstrap.cli import doctor
-    from bootstrap.core import report, verdict
+    from bootstrap.core import compose, preflight, presets, report, verdict
 
-    session, plan, checks, findings = _job(("env=h100",))
+    session, plan, checks, findings = _job(overrides)
     refusals = verdict.before_apply(session.preset, plan, {})
     mismatch = verdict.after_checks(session.preset, session.name, checks, cpu_override=session.cpu_override)
     refusals = [replace(r, message=session.named(r.message)) for r in refusals + ([mismatch] if mismatch else [])]
     record = report.build(_job_info(session), plan, plan.device(cuda_visible=False), _found(), checks, None, [],
-                          BOOTSTRAP_S, report.JobStatus.PREVIEW, findings, machine=_machine())
-    return "```\n" + doctor.format_text(record, refusals) + "\n```\n"
+                          BOOTSTRAP_S, report.JobStatus.PREVIEW, findings, machine=_machine(),
+                          preflight=preflight.expected(session.preset))
+    which = compose.which(None, None).replace(str(presets.CONF_DIR.parent.parent), INSTALLED)
+    return doctor.answer(which, record, refusals)
+
+
+def doctor_example() -> str:
+    """``python -m bootstrap doctor env=h100`` on the fixed machine: no GPU, so the job would stop."""
+    return "```\n" + doctor_text() + "\n```\n"
 
 
 def readers_table() -> str:

@@ -57,4 +57,13 @@ CATALOGUE = (
     Shape("stripe-access-token", f"charge failed: sk_live_{MARK}0123456789ab", (f"sk_live_{MARK}0123456789ab",)),
     Shape("gcp-api-key", f"maps key {_fill('AIza', 35)} over quota", (_fill("AIza", 35),)),
     Shape("url-userinfo", f"cannot reach postgres://trainer:{MARK}Pw9@db.internal/runs", (f"{MARK}Pw9",)),
+    # generic-api-key's keywords inside compound names (issue 45): one word, or a word the rule has no list of
+    Shape("generic-api-key (compound PGPASSWORD)", f"psql exited 2 with PGPASSWORD={MARK}pg77 set", (f"{MARK}pg77",)),
+    Shape("generic-api-key (compound AccountKey)", f"DefaultEndpointsProtocol=https;AccountName=runs;AccountKey="
+          f"{MARK}Az0+/9Qk==;EndpointSuffix=core.windows.net", (f"{MARK}Az0+/9Qk==",)),
+    Shape("generic-api-key (compound SECRETKEY)", f"minio: SECRETKEY={MARK}mn1 rejected", (f"{MARK}mn1",)),
+    Shape("generic-api-key (compound dbpassword)", f"connect(dbpassword={MARK}db2)", (f"{MARK}db2",)),
+    Shape("generic-api-key (compound ADMINPASSWORD)", f"ADMINPASSWORD={MARK}ad3", (f"{MARK}ad3",)),
+    Shape("generic-api-key (compound storageKey)", f"storageKey: {MARK}St0r4ge", (f"{MARK}St0r4ge",)),
+    Shape("generic-api-key (compound masterKey)", f"vault masterKey={MARK}mk4 sealed", (f"{MARK}mk4",)),
 )

@@ -21,9 +21,9 @@ from omegaconf import DictConfig, OmegaConf, read_write
 
 from bootstrap import integrations
 from bootstrap.adapter.sweep_end import SweepEnd
-from bootstrap.core import jobconfig
+from bootstrap.core import jobconfig, refusal
 from bootstrap.core.jobconfig import session_args, typed_overrides
-from bootstrap.core.report import JobStatus
+from bootstrap.core.report import JobInfo, JobStatus
 from bootstrap.core.session import Session
 from bootstrap.distributed import launcher, rundir
 from bootstrap.doors import outbound
@@ -172,7 +172,12 @@ class BootstrapCallback(Callback):
         self._overrides, self._multirun = [], False
         self._overrides = typed_overrides(config)  # first: a failure below is reported masked
         self._multirun = str(config.hydra.mode) == "RunMode.MULTIRUN"
-        session = Session(**session_args(config, self.config_key), output_dir=config.hydra.runtime.output_dir)
+        try:
+            args = session_args(config, self.config_key)
+        except BootstrapError as error:  # no preset to make a session of (two presets, the app's own env): a record
+            refusal.record(config.hydra.runtime.output_dir, JobInfo("custom", self._overrides), error)
+            raise
+        session = Session(**args, output_dir=config.hydra.runtime.output_dir)
         if session.detect_launch().rank > 0:
             _log_to_own_file(session.rank)
         session.apply()

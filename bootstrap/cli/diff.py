@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+from bootstrap.cli.commands import purpose
 from bootstrap.core import facts as job_facts
 from bootstrap.doors import inbound, outbound, records
 from bootstrap.doors.inbound import Unreadable
@@ -43,8 +44,9 @@ class Usage(Exception):
 
 def _parser() -> outbound.ArgumentParser:
     parser = outbound.ArgumentParser(
-        prog="bootstrap diff", description="Show what differs between two runs: versions, variables and their "
-                                           "sources, threads, launcher, preset, seeds, torch settings, lint findings.")
+        prog="bootstrap diff", description=purpose("diff") + " By section: versions, variables and their sources, "
+                                           "threads, launcher, preset, seeds, torch settings, lint findings. Exit 0 "
+                                           "the same, 1 they differ, 2 bad usage or a report that cannot be read.")
     parser.add_argument("a", metavar="A", help="a run directory or a report file (bootstrap.json)")
     parser.add_argument("rest", nargs="*", metavar="B",
                         help="the other run directory or report; with --here, Hydra overrides instead (default: A's)")
@@ -139,7 +141,7 @@ def _here(a_path: Path, a_report: records.Report, args: argparse.Namespace) -> r
         with compose.app_config(config_dir, config_name, overrides, args.module) as cfg:
             report, _ = jobconfig.preview(cfg)
     except Exception as error:  # noqa: BLE001 - any config gets a message and exit 2, never a traceback
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        first = inbound.first_line(error) if str(error) else type(error).__name__
         fix = "" if config_dir is not None or args.module is not None else \
             " (the run's overrides are for its app's config, and the run has no .hydra/hydra.yaml naming it: pass " \
             "--config-path <the app's config directory> --config-name <its primary config>, e.g. --config-path " \
@@ -171,9 +173,9 @@ def _package_rows(a: Optional[Dict[str, str]], b: Optional[Dict[str, str]]) -> L
         return []
     rows = []
     for name, old, new in packages.compare(a, b):  # others' files: each shown as a fact is, masked and visible
-        fact = f"package {job_facts.shown('', name)}"
-        rows.append({"name": fact, "a": old and job_facts.shown(fact, old) or UNSET,
-                     "b": new and job_facts.shown(fact, new) or UNSET})
+        fact = f"package {job_facts.shown('', name)}"  # a version by its shape (packages.shown_version)
+        rows.append({"name": fact, "a": old and job_facts.shown("", packages.shown_version(name, old)) or UNSET,
+                     "b": new and job_facts.shown("", packages.shown_version(name, new)) or UNSET})
     return rows
 
 
@@ -233,6 +235,13 @@ def _cut(value: str) -> str:
     return outbound.finding(value, MAX_VALUE)
 
 
+def bounded(differences: Dict[str, List[Dict[str, str]]]) -> Dict[str, List[Dict[str, str]]]:
+    """Every row's name and values as one bounded line (:func:`_cut`): what every output form shows, text and JSON
+    alike, whatever a report holds (a 60,000-character package name)."""
+    return {section: [{field: _cut(value) for field, value in row.items()} for row in rows]
+            for section, rows in differences.items()}
+
+
 def _without_variables(found: job_facts.Facts, names: List[str]) -> job_facts.Facts:
     return {**found, "variables": {key: value for key, value in found.get("variables", {}).items()
                                    if key not in names}}
@@ -242,8 +251,8 @@ def format_text(a: str, b: str, differences: Dict[str, List[Dict[str, str]]], ev
                 left_out: Sequence[str] = ()) -> str:
     """A header per section, then ``key: A-value -> B-value`` aligned, one line each; the count last, after the
     variables ``--here`` left out (:data:`PROCESS_SET`)."""
-    shown = {section: [(f"{_cut(row['name'])}:", _cut(row["a"]), _cut(row["b"])) for row in rows]
-             for section, rows in differences.items()}
+    shown = {section: [(f"{row['name']}:", row["a"], row["b"]) for row in rows]
+             for section, rows in bounded(differences).items()}
     every_row = [row for rows in shown.values() for row in rows]
     key_width = max((len(key) for key, _, _ in every_row), default=0)
     a_width = max((len(left) for _, left, _ in every_row), default=0)
@@ -297,17 +306,24 @@ def run(args: argparse.Namespace) -> int:
     a_path, a_report = _read(args.a, args.rank)
     a_facts = job_facts.facts(a_report, a_path.parent)
     left_out: List[str] = []
+    joined: List[str] = []
     if args.here:
         b_report = _here(a_path, a_report, args)
         left_out = sorted({*job_facts.set_by_process(a_report), *job_facts.set_by_process(b_report)})
         b_name, b_facts = HERE, job_facts.facts(b_report)
         a_facts, b_facts = (_without_variables(_without_preview_gaps(found), left_out) for found in (a_facts, b_facts))
+        if job_facts.world_joined(a_report):  # Lightning made rank 0's world after the start: no preview starts it
+            a_facts, b_facts = ({**found, "launch": {k: v for k, v in found.get("launch", {}).items()
+                                                     if k not in job_facts.JOINED}} for found in (a_facts, b_facts))
+            joined = [f"not compared: the launch ({', '.join(job_facts.JOINED)}): {a_report.distributed.launcher} made "
+                      "rank 0's world after A's job started, and the preview starts no framework"]
     else:
         if len(args.rest) != 1:
             raise Usage("give two runs: bootstrap diff A B (or A --here)")
         b_path, b_report = _read(args.rest[0], args.rank)
         b_name, b_facts = str(b_path), job_facts.facts(b_report, b_path.parent)
     notes, not_comparable = _versions_apart(a_report, None if args.here else b_report)
+    notes += joined
     differences = compare(_leave_out(a_facts, not_comparable), _leave_out(b_facts, not_comparable), args.all)
     b_packages = packages.parse(packages.text(packages.installed())) if args.here else _packages(b_path, b_report)
     package_rows = _package_rows(_packages(a_path, a_report), b_packages)
@@ -316,7 +332,7 @@ def run(args: argparse.Namespace) -> int:
     notes += list(dict.fromkeys(_ranks_apart(a_path) + ([] if args.here else _ranks_apart(b_path))))
     try:
         if args.json:
-            outbound.say_json({"a": str(a_path), "b": b_name, "same": not differences, "sections": differences,
+            outbound.say_json({"a": str(a_path), "b": b_name, "same": not differences, "sections": bounded(differences),
                                "notes": notes, **({"left_out": left_out} if left_out else {})})
         else:
             outbound.say("\n".join([format_text(str(a_path), b_name, differences, args.all, left_out), *notes]))

@@ -7,13 +7,16 @@ It is what a user pastes into a bug report.
 
 Exit status, the job's verdict (:mod:`bootstrap.core.verdict`, which the job itself stops by):
 
-- 0: the job would start (a failed check under ``on_mismatch=warn`` is shown, and starts);
-- 1: the job would stop, and every reason is said: a value the bootstrap refuses (a thread
-  count, a bad ``MASTER_PORT``, launcher variables that do not add up), a lint finding under
-  ``env.lint=error``, a value torch would refuse (``TORCH_DISTRIBUTED_DEBUG=1``), a failed
-  check under ``on_mismatch=error``;
-- 2: no verdict: bad usage, or a config Hydra cannot compose (the job would not reach the
-  bootstrap either).
+- 0: the job would start (a failed check under ``on_mismatch=warn`` is shown, and starts; every warning the
+  job would give is shown, such as a fabric whose network cannot be proven on this machine);
+- 1: the job would stop, and every reason is said: a config its Hydra cannot compose (as the job's own
+  Hydra exits 1, with Hydra's reason and, for a key the preset lacks, the nearest setting), a value the
+  bootstrap refuses (a thread count, a bad ``MASTER_PORT``, launcher variables that do not add up), a lint
+  finding under ``env.lint=error``, a value torch would refuse (``TORCH_DISTRIBUTED_DEBUG=1``; in the shell,
+  ``import torch`` itself raises), a failed check under ``on_mismatch=error``, this host listed in
+  ``env.nodes.exclude_file``;
+- 2: no verdict: the doctor's own usage (a flag, ``--config-path`` that names no directory, ``--module`` that
+  does not import, no primary config there).
 
 With ``--nccl-log FILE...`` the exit status is the logs' verdict alone (:mod:`bootstrap.cli.nccl_logs`): this
 machine is shown, not judged.
@@ -26,8 +29,9 @@ import sys
 from pathlib import Path
 from typing import Any, List, Optional
 
+from bootstrap.cli.commands import purpose
 from bootstrap.core import compose, jobconfig, schema
-from bootstrap.doors import outbound, records, torch_settings
+from bootstrap.doors import inbound, outbound, records, torch_settings
 from bootstrap.doors.errors import BootstrapError
 from bootstrap.doors.masking import masked_line, masked_override, masked_text
 
@@ -35,8 +39,9 @@ from bootstrap.doors.masking import masked_line, masked_override, masked_text
 def _parser() -> outbound.ArgumentParser:
     parser = outbound.ArgumentParser(
         prog="bootstrap doctor",
-        description="Show the machine, the preset's checks and every setting the bootstrap would apply, "
-                    "without applying anything.")
+        description=purpose("doctor") + " It shows the machine, the preset's checks and every setting the "
+                    "bootstrap would apply, without applying anything. Exit 0 the job would start, 1 it would stop "
+                    "(every reason said), 2 no verdict (bad usage, a config that does not compose).")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. env=h100 env.threads.intra_op=4")
     parser.add_argument("--config-path", help="the app's config directory (default: this package's conf/)")
     parser.add_argument("--config-name", default=None, help="the app's primary config (default: config)")
@@ -162,6 +167,8 @@ def format_text(report: records.Report, refusals: Optional[list] = None) -> str:
         "", "Lint", _table([("variable", "finding", "why")]
                            + [(f.name, f.kind, masked_line(f.message)) for f in report.lint])
         if report.lint else "  (nothing to report)",
+        *(["", "Warnings", *("  " + outbound.finding(masked_line(line), 2000) for line in report.warnings)]
+          if report.warnings else []),
         *(_flight_recorder(dist.hang) if dist.hang else []),
         *(_preflight(report.preflight) if report.preflight else []),
         "", "Torch",
@@ -170,39 +177,62 @@ def format_text(report: records.Report, refusals: Optional[list] = None) -> str:
                 ("device", report.device),
                 ("seed", f"{report.seed.value} (data seed {report.seed.data_seed})")]),
         "",
-        *_result(failed, refusals or []),
+        *_result(failed, refusals or [], len(report.warnings)),
     ]
     return "\n".join(lines)
 
 
-def _result(failed: List[str], refusals: list) -> List[str]:
+def answer(which: str, report: records.Report, refusals: Optional[list] = None) -> str:
+    """Everything the doctor prints on stdout, in order: the config it composed (``compose.which``, said first, so
+    that a config that does not compose still names it), then :func:`format_text` (docs/report.md's example is
+    made by this function, and a test holds it to the doctor's real output)."""
+    return f"{which}\n{format_text(report, refusals)}"
+
+
+def _result(failed: List[str], refusals: list, warned: int = 0) -> List[str]:
     """The last lines: the job's verdict, and each reason it would stop for."""
     if not refusals:
-        return [f"Result: FAILED checks: {', '.join(failed)}; the job starts anyway (on_mismatch=warn)" if failed
-                else "Result: every check passes"]
+        said = f"; {warned} warning{'s' if warned != 1 else ''} (above)" if warned else ""
+        return [(f"Result: FAILED checks: {', '.join(failed)}; the job starts anyway (on_mismatch=warn)" if failed
+                 else "Result: every check passes") + said]
     head = f"FAILED checks: {', '.join(failed)}; the job would stop" if failed else "the job would stop"
     lines = [f"Result: {head}:"]
     for refusal in refusals:
-        lines += ["  " + line for line in refusal.message.splitlines()]
+        lines += ["  " + line for line in inbound.lines(refusal.message)]
     return lines
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     outbound.remember_overrides(args.overrides)  # a secret typed on the command line stays out of every answer
+    from bootstrap.core import verdict
+
+    refused_at_import = verdict.import_refusal(os.environ)
+    if refused_at_import:  # the job's own `import torch` would raise, and so would the doctor's
+        return _say_error(f"the job would stop: {refused_at_import}", args.overrides, 1)
+    if args.nccl_log:  # a log that cannot be read at all is said first, and alone: nothing buries it
+        from bootstrap.cli import nccl_logs
+
+        cannot = nccl_logs.unreadable(args.nccl_log)
+        for line in cannot:
+            _say_error(line, args.overrides)
+        if cannot:
+            return 2
     try:  # composed and previewed in one Hydra context: env=auto loads its preset from the app's search path
         config_dir = None if args.config_path is None else Path(args.config_path)
         compose.say_which(compose.which(config_dir, args.config_name, args.module), args.json)  # JSON: stdout's
         with compose.app_config(config_dir, args.config_name, args.overrides, args.module) as cfg:
             report, refusals = jobconfig.preview(cfg)
-    except compose.ComposeError as error:
-        return _say_error(str(error), args.overrides, 2)
+    except compose.ComposeError as error:  # the job's own Hydra refuses it too, and the job exits 1
+        if error.usage or args.nccl_log:  # the doctor's own flags; or no preset to judge the logs against
+            return _say_error(str(error), args.overrides, 2)
+        return _say_error(f"the job would stop: Hydra cannot compose its config: {error}", args.overrides, 1)
     except BootstrapError as error:  # what the job would stop with, before there is a plan to show
         if args.nccl_log:  # this machine is shown, not judged
             return _nccl_logs(args, None, [_Refusal(str(error))])
         return _say_error(f"the job would stop: {error}", args.overrides, 1)
     except Exception as error:  # noqa: BLE001 - any input gets a message and an exit status, never a traceback
-        first = str(error).splitlines()[0] if str(error) else ""
+        first = inbound.first_line(error) if str(error) else ""
         return _say_error(f"{type(error).__name__}: {first}", args.overrides, 2)
     if args.nccl_log:  # the logs' verdict alone: this machine is shown, not judged
         return _nccl_logs(args, report, refusals)
@@ -232,7 +262,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             outbound.say(format_text(report, refusals))
         if refusals:  # one line for whoever reads only stderr (--json into a file, a CI log)
-            _say_error("the job would stop: " + "; ".join(r.message.splitlines()[0].rstrip(":") for r in refusals),
+            _say_error("the job would stop: " + "; ".join(inbound.first_line(r.message).rstrip(":") for r in refusals),
                        args.overrides)
     except BrokenPipeError:  # `bootstrap doctor | head`: the reader has gone, which is not an error here
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stdout's descriptor: no second error when Python flushes

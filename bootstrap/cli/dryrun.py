@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Dict, List, NoReturn, Optional
 
+from bootstrap.cli.commands import purpose
 from bootstrap.dryrun.world import MAX_ENTRIES, Asked, Outcome
-from bootstrap.doors import outbound
+from bootstrap.doors import inbound, outbound
 from bootstrap.doors.errors import BootstrapError, ConfigError
 from bootstrap.doors.masking import masked_text
 
@@ -26,7 +28,7 @@ MAX_WORLD = 262144  # ranks one dry run plans (about 8 minutes here); the larges
 MAX_PER_NODE = 1024  # ranks on one node
 MAX_CPUS = 1 << 16  # CPUs or GPUs of one node
 MAX_FINDINGS_SHOWN = 12
-DEFAULT_OUT = "dryrun"
+DEFAULT_OUT = Path("outputs") / "dryrun"  # beneath it, <date>/<time>: see default_out
 
 
 class _Parser(outbound.ArgumentParser):
@@ -46,8 +48,8 @@ def _count(flag: str, high: int) -> Any:
 
 
 def _parser() -> _Parser:
-    parser = _Parser(prog="bootstrap dryrun", description="Plan and check every rank's start-up at the size the "
-                     "job will run, without running it: exit 0 nothing found, 1 findings, 2 bad input.")
+    parser = _Parser(prog="bootstrap dryrun", description=purpose("dryrun") + " Nothing runs: exit 0 nothing found, "
+                     "1 findings, 2 bad input.")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. env=h100 env.threads.intra_op=12")
     parser.add_argument("--world", type=_count("--world", MAX_WORLD), required=True, help="ranks in all")
     nodes = parser.add_mutually_exclusive_group()
@@ -61,11 +63,14 @@ def _parser() -> _Parser:
     parser.add_argument("--cpus-per-node", type=_count("--cpus-per-node", MAX_CPUS),
                         help="the target node's CPUs (default: this machine's)")
     parser.add_argument("--gpus-per-node", type=_count("--gpus-per-node", MAX_CPUS), help="the target node's GPUs")
-    parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help="where dryrun.json goes (default: ./dryrun/)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="where dryrun.json goes (default: outputs/dryrun/<date>/<time>/, which git ignores)")
     parser.add_argument("--config-path", help="the app's config directory (default: this package's conf/)")
     parser.add_argument("--config-name", default=None, help="the app's primary config (default: config)")
     parser.add_argument("--module", default=None, help="import this module first (configs registered in Python)")
-    parser.add_argument("--no-mesh", action="store_true", help="skip torch's fake-backend DeviceMesh")
+    parser.add_argument("--no-mesh", action="store_true",
+                        help="do not build torch's DeviceMesh with its fake backend (the slowest part at scale): the "
+                             "mesh is still planned and checked, but not against torch's own placement")
     return parser
 
 
@@ -89,14 +94,30 @@ def asked_from(args: argparse.Namespace) -> Asked:
     if world % nodes:
         raise ConfigError(f"--world {world} does not split into --nodes {nodes}: every node runs the same number "
                           f"of ranks; use a world that is a multiple of {nodes}, or another --nodes.")
+    twice = _named_twice(hosts or [])  # anywhere in the list, not only in the first --nodes names
+    if twice is not None:
+        raise ConfigError(f"--nodelist names {outbound.shown(twice, limit=80)} twice: name each node once.")
     named = list(hosts or [])[:nodes]
     named += [f"picked{i}" for i in range(1, nodes - len(named) + 1)] if hosts else \
         [f"node{i}" for i in range(1, nodes + 1)]
-    if len(set(named)) != len(named):
-        raise ConfigError("--nodelist names a node twice: name each node once.")
     cpus = args.cpus_per_node if args.cpus_per_node is not None else (os.cpu_count() or 1)
     return Asked(world=world, nodes=nodes, per_node=world // nodes, launcher=args.launcher, hosts=tuple(named),
                  nodelist=args.nodelist, nodelist_hosts=given, cpus_per_node=cpus, gpus_per_node=args.gpus_per_node)
+
+
+def _named_twice(hosts: List[str]) -> Optional[str]:
+    seen: set = set()
+    for host in hosts:
+        if host in seen:
+            return host
+        seen.add(host)
+    return None
+
+
+def default_out(now: datetime) -> Path:
+    """Where dryrun.json goes without ``--out``: Hydra's own layout for what a run wrote (outputs/<date>/<time>),
+    beneath ``outputs/dryrun/``, a folder of this command's own that git ignores (it holds a ``.gitignore``)."""
+    return DEFAULT_OUT / now.strftime("%Y-%m-%d") / now.strftime("%H-%M-%S")
 
 
 def document(outcome: Outcome, asked: Asked, preset: str, overrides: List[str]) -> Dict[str, Any]:
@@ -110,7 +131,8 @@ def document(outcome: Outcome, asked: Asked, preset: str, overrides: List[str]) 
         "summary": {"world": outcome.world, "nodes": outcome.nodes, "ranks_per_node": outcome.per_node,
                     "nodelist": outcome.nodelist, "launcher_rows": outcome.rows, "mesh": outcome.mesh,
                     "findings": [finding.as_dict() for finding in outcome.findings],
-                    "checked_at_start_on_the_target": outcome.target_checks, "scale": outcome.scale,
+                    "checked_at_start_on_the_target": outcome.target_checks, "warnings": outcome.warnings,
+                    "scale": outcome.scale,
                     "fingerprints": outcome.fingerprints},
         "sample": {"all_ranks": not outcome.sampled,
                    "rule": f"every rank up to {MAX_ENTRIES}; beyond, the first and last node's ranks (up to 256 each),"
@@ -163,6 +185,7 @@ def table(outcome: Outcome, preset: str, written: Path) -> str:
             ("findings", str(len(outcome.findings)) if outcome.findings else "none")]
     width = max(len(name) for name, _ in rows)
     lines = ["bootstrap dryrun", *(f"  {name.ljust(width)}  {value}" for name, value in rows)]
+    lines += [f"  warning: {outbound.finding(line, 600)}" for line in outcome.warnings]
     lines += [f"  - {outbound.finding(finding.line(), 600)}" for finding in outcome.findings[:MAX_FINDINGS_SHOWN]]
     if len(outcome.findings) > MAX_FINDINGS_SHOWN:
         lines.append(f"  and {len(outcome.findings) - MAX_FINDINGS_SHOWN} more in {written}")
@@ -173,9 +196,12 @@ def table(outcome: Outcome, preset: str, written: Path) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     outbound.remember_overrides(args.overrides)
-    from bootstrap.core import compose, jobconfig, versions
+    from bootstrap.core import compose, jobconfig, verdict, versions
     from bootstrap.dryrun import world as dryrun
 
+    refused_at_import = verdict.import_refusal(os.environ)  # the ranks inherit this shell's: their import stops
+    if refused_at_import:
+        return _say_error(f"every rank would stop: {refused_at_import}", args.overrides, 1)
     try:
         asked = asked_from(args)
         config_dir = None if args.config_path is None else Path(args.config_path)
@@ -185,28 +211,33 @@ def main(argv: Optional[List[str]] = None) -> int:
 
             build = fakemesh.coordinates
         with compose.app_config(config_dir, args.config_name, args.overrides, args.module) as cfg:
+            jobconfig.require_preset(cfg)  # the doctor's message: the app never enabled a callback here
             session_args = jobconfig.session_args(cfg)  # composed once, as the job would
             outcome = dryrun.plan_world(session_args, asked, dict(os.environ), versions.detect(), build)
     except (BootstrapError, compose.ComposeError) as error:  # ConfigError is a BootstrapError
         return _say_error(str(error), args.overrides)
     except Exception as error:  # noqa: BLE001 - any input gets a message and an exit status, never a traceback
-        first = str(error).splitlines()[0] if str(error) else ""
+        first = inbound.first_line(error) if str(error) else ""
         return _say_error(f"{type(error).__name__}: {first}", args.overrides)
     preset = session_args.get("name") or "custom"
-    written = args.out / "dryrun.json"
+    out = args.out if args.out is not None else default_out(datetime.now())
+    written = out / "dryrun.json"
     try:
-        outbound.make_directory(args.out)
+        outbound.make_directory(out)
+        if args.out is None and not (DEFAULT_OUT / ".gitignore").exists():  # our folder: never in git status
+            outbound.write_text(DEFAULT_OUT / ".gitignore", "# bootstrap dryrun's reports: not sources\n*\n")
         outbound.write_json(written, document(outcome, asked, preset, list(args.overrides)))
     except OSError as error:
-        return _say_error(f"--out {args.out}: {error.strerror or type(error).__name__}: choose a folder this user "
+        return _say_error(f"--out {out}: {error.strerror or type(error).__name__}: choose a folder this user "
                           "can write", args.overrides)
+    written = written.absolute()
     outbound.say(table(outcome, preset, written))
     return 1 if outcome.findings else 0
 
 
-def _say_error(message: str, overrides: List[str]) -> int:
+def _say_error(message: str, overrides: List[str], code: int = 2) -> int:
     outbound.say(f"bootstrap dryrun: {masked_text(message, overrides)}", err=True, one_line=True)
-    return 2
+    return code
 
 
 if __name__ == "__main__":

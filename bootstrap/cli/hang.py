@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Optional
 
+from bootstrap.cli.commands import purpose
 from bootstrap.distributed import dumps, hang
 from bootstrap.distributed.dumps import DUMP_PREFIX
 from bootstrap.distributed.ranks import ranks_text
@@ -22,7 +23,7 @@ PICTURE = "hang_timeline.png"  # written into RUN_DIR by a bare --plot
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = outbound.ArgumentParser(prog="bootstrap hang", description=__doc__.splitlines()[0])
+    parser = outbound.ArgumentParser(prog="bootstrap hang", description=purpose("hang"))
     parser.add_argument("run_dir", type=Path, help="the job's output directory, which holds the ranks' dumps")
     parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     parser.add_argument("--plot", nargs="?", const="", metavar="PATH",

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from bootstrap.core import compose, presets
-from bootstrap.doors import outbound
+from bootstrap.cli.commands import purpose
+from bootstrap.doors import inbound, outbound
 from bootstrap.doors.masking import masked_text
 
 
@@ -52,10 +53,21 @@ def lint_preset(name: str) -> dict:
         preset = schema.load(compose.preset(base, presets.GROUP, [fabric] if fabric else []))
         values = {n: environ.normalize(n, v) for n, v in preset.vars.items() if v is not None}
     except Exception as error:  # noqa: BLE001 - a hostile preset gets its error as a line, never a traceback
-        lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
+        lines = [line.strip() for line in inbound.lines(str(error)) if line.strip()] or [type(error).__name__]
         return {"lint": [], "error": masked_text(" ".join(lines[:2]))[:400]}
     machine = lint.machine_of_preset(preset.device.value, preset.requires.compute_capability)
-    return {"lint": [f.as_dict() for f in lint.check(values, machine)], "error": None}
+    return {"lint": [_bounded(f.as_dict()) for f in lint.check(values, machine)], "error": None}
+
+
+MAX_NAME, MAX_MESSAGE = 160, 2000  # characters of a finding's variable name and message, in every output form
+
+
+def _bounded(found: dict) -> dict:
+    """A finding as every form shows it (text and ``--json`` alike): each field one bounded line, whatever a
+    preset names (a variable's name may be 60,000 characters)."""
+    limits = {"name": MAX_NAME, "message": MAX_MESSAGE}
+    return {key: outbound.finding(value, limits.get(key, MAX_NAME)) if isinstance(value, str) else value
+            for key, value in found.items()}
 
 
 def lint_dir(conf_dir: Path) -> Dict[str, dict]:
@@ -81,7 +93,7 @@ def format_text(conf_dir: Path, results: Dict[str, dict]) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = outbound.ArgumentParser(prog="bootstrap lint", description=__doc__.splitlines()[0])
+    parser = outbound.ArgumentParser(prog="bootstrap lint", description=purpose("lint"))
     parser.add_argument("conf_dir", nargs="?", type=Path, help="a config directory holding env/*.yaml")
     parser.add_argument("--config-path", type=Path, help="the same, as the doctor takes it (default: the shipped "
                                                          "presets)")
@@ -104,7 +116,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         results = lint_dir(conf_dir)
     except Exception as error:  # noqa: BLE001 - the directory itself could not be read as Hydra config
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        first = inbound.first_line(error) if str(error) else type(error).__name__
         outbound.say(f"bootstrap lint: {masked_text(first)}", err=True, one_line=True)
         return 2
     if args.json:

@@ -19,7 +19,8 @@ from bootstrap.fabric import rules as fabric_rules
 
 FABRIC_OF_KIND = {"socket": "socket", "ib": "ib", "roce": "roce", "efa": "aws_efa", "fastrak": "gcp_tcpxo",
                   "tcpx": "gcp_tcpx"}  # preflight.network, without a fabric: that kind's fabric rules judge
-MAX_FILES = 4096
+MAX_FILES = 4096  # files judged at once; the others are named and counted, and the logs get no verdict of "ok"
+MAX_NAMED = 8  # files past a bound named one by one; the rest counted
 
 
 def fabric_of(preset: EnvConfig) -> Optional[str]:
@@ -30,15 +31,59 @@ def fabric_of(preset: EnvConfig) -> Optional[str]:
     return FABRIC_OF_KIND.get(network or "")
 
 
-def judge(preset: EnvConfig, paths: Sequence[Path]) -> Tuple[List[str], List[str], bool]:
-    """(the lines to print, the files that could not be read and why, whether a finding would stop the job)."""
-    processes: List[nccl_log.Process] = []
-    unread: List[str] = []
+FIX = ("name the files NCCL wrote with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET (NCCL_DEBUG_FILE=nccl.%h.%p.log "
+       "writes one per process)")
+
+
+def unreadable(paths: Sequence[Path]) -> List[str]:
+    """One line for each file named that cannot be read at all (absent, a directory, a FIFO, no permission), with the
+    fix: said first and alone, before any report (nothing is judged while one is wrong)."""
+    found = []
     for path in paths[:MAX_FILES]:
         try:
-            processes += nccl_log.processes(nccl_log.read_named(path))
+            nccl_log.openable(path)
+        except inbound.Unreadable as error:
+            reason = str(error).removeprefix(f"{Path(path).name}: ")  # the reader names the file; the path says it
+            found.append(f"--nccl-log {outbound.shown(str(path))}: not read: {reason}; {FIX}")
+    return found
+
+
+def _named(paths: Sequence[Path]) -> str:
+    shown = ", ".join(outbound.shown(str(path), limit=400) for path in paths[:MAX_NAMED])
+    return shown + (f" and {len(paths) - MAX_NAMED} more" if len(paths) > MAX_NAMED else "")
+
+
+def judge(preset: EnvConfig, paths: Sequence[Path]) -> Tuple[List[str], List[str], bool]:
+    """(the lines to print, what was not read and why, whether a finding would stop the job). Nothing a bound
+    leaves out is silent: files past :data:`MAX_FILES`, a file's bytes past ``nccl_log.MAX_LOG_BYTES`` and
+    processes past ``nccl_log.MAX_PROCESSES`` are named and counted among what was not read, so the logs' verdict
+    is never "no finding" on part of them."""
+    processes: List[nccl_log.Process] = []
+    unread: List[str] = []
+    cut: List[Path] = []
+    over: Dict[str, int] = {}
+    for path in paths[:MAX_FILES]:
+        try:
+            text, size = nccl_log.read_named(path)
         except inbound.Unreadable as error:
             unread.append(f"{outbound.shown(str(path))}: not read: {error}")
+            continue
+        processes += nccl_log.processes(text, over)
+        if size > nccl_log.MAX_LOG_BYTES:
+            cut.append(path)
+    if len(paths) > MAX_FILES:
+        past = len(paths) - MAX_FILES
+        unread.append(f"{past} file{'s' if past != 1 else ''} not read, past the first {MAX_FILES} (at most "
+                      f"{MAX_FILES} are judged at once): {_named(paths[MAX_FILES:])}; judge them in another run")
+    if cut:
+        bound = nccl_log.MAX_LOG_BYTES
+        first = f"{bound // 2**20} MiB" if bound % 2**20 == 0 else f"{bound} bytes"
+        unread.append(f"{len(cut)} file{'s' if len(cut) != 1 else ''} read only to {'their' if len(cut) > 1 else 'its'}"
+                      f" first {first}, the rest not judged: {_named(cut)}")
+    if over.get("processes"):
+        count = over["processes"]
+        unread.append(f"{count} process{'es' if count != 1 else ''} not judged, past the first "
+                      f"{nccl_log.MAX_PROCESSES} of one file")
     fabric = fabric_of(preset)
     hosts = sorted({p.host for p in processes if p.host})
     chosen: Dict[str, int] = {}
@@ -46,7 +91,7 @@ def judge(preset: EnvConfig, paths: Sequence[Path]) -> Tuple[List[str], List[str
         if process.networks:
             text = process.network.text or ""
             chosen[text] = chosen.get(text, 0) + 1
-    lines = [f"NCCL's logs: {len(paths)} file{'s' if len(paths) != 1 else ''}, {len(processes)} process"
+    lines = [f"NCCL's logs: {len(paths)} file{'s' if len(paths) != 1 else ''} named, {len(processes)} process"
              f"{'es' if len(processes) != 1 else ''} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
              + (f" ({', '.join(outbound.shown(h, limit=40) for h in hosts[:4])}{' ...' if len(hosts) > 4 else ''})"
                 if hosts else "")]
@@ -65,7 +110,9 @@ def judge(preset: EnvConfig, paths: Sequence[Path]) -> Tuple[List[str], List[str
     variables.update({name: str(value) for name, value in preset.vars.items() if value is not None})
     findings = fabric_rules.judge(fabric, processes, variables, None, preset.fabric.gdr)
     stops = preset.preflight.mode.value == "error" and any(finding.stops for finding in findings)
-    lines += [f"  fabric: {outbound.finding(finding.message)}" for finding in findings]
-    if not findings:
-        lines.append(f"  no finding: every process that named its network chose {expected}")
+    lines += [f"  fabric{'' if finding.stops else ' warning (a risk the logs do not show happening)'}: "
+              f"{outbound.finding(finding.message)}" for finding in findings]
+    if not any(finding.stops for finding in findings):
+        lines.append(f"  no finding{' that stops' if findings else ''}: every process that named its network chose "
+                     f"{expected}")
     return lines, unread, stops

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
+from bootstrap.cli.commands import purpose
 from bootstrap.core import nodes
 from bootstrap.core.schema import Nodes
 from bootstrap.core.section_checks import MAX_OBSERVATIONS, MAX_TTL_H
@@ -38,7 +39,9 @@ LOCK_WAIT_S = 60.0  # the most an entry waits for the ledger's lock (a job waits
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = outbound.ArgumentParser(prog="bootstrap nodes", description=__doc__.splitlines()[0])
+    parser = outbound.ArgumentParser(prog="bootstrap nodes", description=purpose("nodes"),
+                                     epilog=__doc__.split("\n\n", 1)[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", type=Path, metavar="FILE", help="the ledger (env.nodes.exclude_file)")
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--explain", metavar="NODE", help="every observation and clearance of NODE")

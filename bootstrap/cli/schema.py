@@ -5,11 +5,12 @@ The schema is made from the typed report (:mod:`bootstrap.doors.json_schema`); t
 
 from typing import List, Optional
 
+from bootstrap.cli.commands import purpose
 from bootstrap.doors import json_schema, outbound, records
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = outbound.ArgumentParser(prog="bootstrap schema", description=__doc__.splitlines()[0])
+    parser = outbound.ArgumentParser(prog="bootstrap schema", description=purpose("schema"))
     parser.add_argument("--version", type=int, default=records.SCHEMA_VERSION, metavar="N",
                         help=f"the schema_version to print, 1 to {records.SCHEMA_VERSION} "
                              f"(default {records.SCHEMA_VERSION})")

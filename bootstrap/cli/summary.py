@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import List, Optional
 
+from bootstrap.cli.commands import purpose
 from bootstrap.doors import outbound
 from bootstrap.sweep import rank, summary
 from bootstrap.sweep.render import one_line
@@ -23,7 +24,7 @@ WHICH = "give the sweep's directory, its hydra.sweep.dir (multirun/<date>/<time>
 
 def main(argv: Optional[List[str]] = None) -> int:
     # argparse prints its usage and errors itself, quoting what was typed: outbound's parser cleans them.
-    parser = outbound.ArgumentParser(prog="bootstrap summary", description=__doc__.splitlines()[0])
+    parser = outbound.ArgumentParser(prog="bootstrap summary", description=purpose("summary"))
     parser.add_argument("sweep_dir", type=Path, metavar="SWEEP_DIR", help="the multirun directory (hydra.sweep.dir)")
     parser.add_argument("--objective", default=None,
                         help="the metric to rank by (default: samples_per_s if reported, else return)")

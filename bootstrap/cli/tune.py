@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Optional
 
+from bootstrap.cli.commands import purpose
 from bootstrap.doors import outbound
 from bootstrap.sweep import rank, tune
 from bootstrap.sweep.render import one_line
@@ -16,7 +17,7 @@ from bootstrap.sweep.render import one_line
 
 def main(argv: Optional[List[str]] = None) -> int:
     # argparse prints its usage and errors itself, quoting what was typed: outbound's parser cleans them.
-    parser = outbound.ArgumentParser(prog="bootstrap tune", description=__doc__.splitlines()[0])
+    parser = outbound.ArgumentParser(prog="bootstrap tune", description=purpose("tune"))
     parser.add_argument("sweep_dir", type=Path, help="the multirun directory (hydra.sweep.dir)")
     parser.add_argument("--name", required=True, help="the new preset's name: env=<name>")
     parser.add_argument("--out", type=Path, default=Path("conf"),

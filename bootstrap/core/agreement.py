@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Collection, Dict, Mapping, Optional, Tupl
 
 from bootstrap.core import phases
 from bootstrap.core.comparison import Facts, Status, digest, fingerprint, outcome, salted
-from bootstrap.doors import outbound, records
+from bootstrap.doors import inbound, outbound, records
 from bootstrap.doors.errors import PRESET_KEY, BootstrapError
 from bootstrap.doors.timeline import counted
 
@@ -120,7 +120,7 @@ def _exchange(facts: Facts, launch: Launch, base: dict, via: str, when: str,
         try:  # each operation counted in the agreement's phase (bootstrap dryrun predicts them)
             return store, agree_store.exchange(counted(store), key, launch.rank, launch.world_size, base["host"],
                                                policy, lambda salt: fingerprint(facts, os.environ, salted(salt)),
-                                               deadline)
+                                               deadline, rank0_hosts=not launch.row.agent_store(os.environ))
         finally:
             store.set_timeout(datetime.timedelta(seconds=timeout_s) if ours else own_timeout)
 
@@ -133,7 +133,7 @@ def _exchange(facts: Facts, launch: Launch, base: dict, via: str, when: str,
             "crashed before its job, or cannot reach MASTER_ADDR:MASTER_PORT keeps the others waiting until then."
         ) from None
     except (RuntimeError, ValueError, records.Unreadable) as error:  # no store to reach, or a peer wrote garbage
-        first = outbound.finding(str(error).splitlines()[0] if str(error) else type(error).__name__, 300)
+        first = outbound.finding(inbound.first_line(error) if str(error) else type(error).__name__, 300)
         where = f"the store at {launch.master_addr}:{launch.master_port}" if ours else "the process group's store"
         host = (f"{launch.launcher.value}'s agent hosts it" if launch.row.agent_store(os.environ) else
                 "rank 0 hosts it: check that rank 0 started and that MASTER_ADDR and MASTER_PORT name it") if ours \

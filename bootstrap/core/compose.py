@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, ContextManager, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, ContextManager, Iterator, List, Optional, Sequence
 
 from bootstrap.core import presets
+from bootstrap.doors import inbound
 from bootstrap.doors.masking import masked_text
 
 if TYPE_CHECKING:
@@ -23,7 +24,50 @@ FALLBACK_CONFIG = "bootstrap_doctor"  # the doctor's primary config when the pac
 
 
 class ComposeError(Exception):
-    """Nothing to compose as asked: the one-line message says what to pass instead."""
+    """Nothing to compose as asked: the message says what to pass instead. ``usage``: the command's own flags are
+    wrong (``--config-path`` names no directory, ``--module`` does not import, no primary config there), not the
+    config: a job started as asked would not even reach Hydra. Otherwise Hydra refuses the config as the job's own
+    Hydra would (an unknown preset, a key or a value it cannot merge): the job stops there, with exit status 1."""
+
+    def __init__(self, message: str, usage: bool = False):
+        super().__init__(message)
+        self.usage = usage
+
+
+_PLUS_ADVICE = re.compile(r"\nTo append to your config use \+\S.*")
+_UNKNOWN_KEY = re.compile(r"Key '[^']+' not in '\w+'\s+full_key: (\S+)")
+
+
+def explained(error: BaseException) -> str:
+    """Hydra's message with its cause, as Hydra prints it when it stops a job (``Error merging override env.seed=abc``
+    then ``Value 'abc' of type 'str' could not be converted to Integer``): the outer line alone says no reason. For a
+    key the preset does not have, Hydra's advice (``To append to your config use +env.threds.intra_op=2``) is
+    replaced by the nearest setting: a ``+`` would add the key, and the job would then refuse it."""
+    text = str(error)
+    cause = error.__cause__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text += "\n" + str(cause)
+    unknown = _UNKNOWN_KEY.search(text)
+    if unknown and _PLUS_ADVICE.search(text):
+        text = _PLUS_ADVICE.sub("", text, count=1)
+        text += "\n" + nearest_setting(unknown.group(1), (*presets.KEYS, presets.CALLBACK_KEY))
+    return text
+
+
+def nearest_setting(full_key: str, preset_keys: Sequence[str]) -> str:
+    """For a key Hydra refused while composing (``env.threds``, beneath one of ``preset_keys``): the line
+    ``schema.check_keys`` says, naming the nearest setting (Hydra's own advice, a ``+``, would add the key)."""
+    from bootstrap.core import schema
+    from bootstrap.doors.errors import PRESET_KEY
+
+    under = next((key for key in sorted(preset_keys, key=len, reverse=True) if full_key.startswith(key + ".")), None)
+    tree: Any = None
+    for part in reversed(full_key[len(under) + 1:].split(".") if under else []):
+        tree = {part: tree}
+    found = schema.unknown_key(tree) if under else None
+    if found is None or under is None:
+        return f"{full_key}: no such key in the config."
+    return schema.no_such_setting(*found, "and a '+' would add it for the job to refuse").replace(PRESET_KEY, under)
 
 
 def running() -> bool:
@@ -72,7 +116,7 @@ def import_app(module: str) -> None:
         importlib.import_module(module)
     except Exception as error:  # noqa: BLE001 - the app's own import error: a usage problem here
         raise ComposeError(f"--module {module}: cannot import it ({type(error).__name__}: "
-                           f"{str(error).splitlines()[0] if str(error) else ''}).") from None
+                           f"{inbound.first_line(error) if str(error) else ''}).", usage=True) from None
     finally:
         if here in sys.path:  # the app may have put entries of its own first (rootutils does)
             sys.path.remove(here)
@@ -97,7 +141,7 @@ def app_config(config_dir: Optional[Path], config_name: Optional[str], overrides
     from omegaconf.errors import OmegaConfBaseException
 
     if config_dir is not None and not Path(config_dir).is_dir():
-        raise ComposeError(f"--config-path {config_dir}: no such directory.")
+        raise ComposeError(f"--config-path {config_dir}: no such directory.", usage=True)
     suggest_module = module is None and config_dir is None  # the configs may be in the app's Python
     if module is not None:
         import_app(module)
@@ -119,9 +163,9 @@ def app_config(config_dir: Optional[Path], config_name: Optional[str], overrides
             hint = "" if not suggest_module else \
                 " If the app registers its configs in Python (hydra-zen), add --module <its module>."
             raise ComposeError(f"no primary config '{config_name or 'config'}' {where} "
-                               f"({str(error).splitlines()[0].rstrip('.')}).{hint}") from None
+                               f"({inbound.first_line(error).rstrip('.')}).{hint}", usage=True) from None
         except (HydraException, OmegaConfBaseException) as error:
-            raise ComposeError(masked_text(str(error), overrides)) from None
+            raise ComposeError(masked_text(explained(error), overrides)) from None
         yield cfg
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from bootstrap.core import presets
-from bootstrap.core.schema import EnvConfig
+from bootstrap.core.schema import FREE_FORM, EnvConfig
 
 
 def register() -> None:
@@ -22,12 +22,24 @@ def register() -> None:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    _store_on_first_use("bootstrap/schema", "env", lambda: EnvConfig)
+    _store_on_first_use("bootstrap/schema", "env", free_form_schema)
     for group, folder in ((presets.ALIAS_GROUP, presets.PRESET_DIR),
                           (f"{presets.ALIAS_GROUP}/{presets.FABRIC_GROUP}", presets.PRESET_DIR / presets.FABRIC_GROUP)):
         for path in sorted(folder.glob("*.yaml")):
             _store_on_first_use(group, path.stem, provider="hydra-train-bootstrap",
                                 make=lambda path=path: yaml.load(path.read_text(), Loader=loader))
+
+
+def free_form_schema() -> Any:
+    """The schema as presets extend it, its free-form maps (:data:`FREE_FORM`) open to new keys: Hydra merges an
+    override into struct mode, where ``env.distributed.mesh={dp: -1, tp: 2}`` or ``env.vars.NCCL_ALGO=Ring`` would
+    need a ``+`` that docs/presets.md never asks for (a mesh's dimensions, a variable's name, are the user's)."""
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.structured(EnvConfig)
+    for path in FREE_FORM:
+        OmegaConf.set_struct(OmegaConf.select(node, path), False)
+    return node
 
 
 def _store_on_first_use(group: str, name: str, make: Any, provider: Optional[str] = None) -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from bootstrap.core import preflight, report, runtime
+from bootstrap.core import joined, preflight, report, runtime
 from bootstrap.core.report import JobEnd, JobStatus
 from bootstrap.distributed import seeding
 from bootstrap.distributed.group import GroupState
@@ -72,5 +73,15 @@ def task_effects(session: Session, job_end: JobEnd) -> None:
     seed_now = seeding.torch_seed()
     job_end.group_at_end = group.group_in_use(made_here)
     preflight.never_ran(session, job_end.group_at_end)  # a check asked for that a framework's group came too late for
+    joined.at_end(session, job_end.group_at_end)  # rank 0 of a world its framework started from its own process
     job_end.intra_op_now = runtime.intra_op_now()
     job_end.task_seed = seed_now if session._torch_seed is not None and seed_now != session._torch_seed else None
+
+
+def shown_path(path: Path) -> str:
+    """A path as the job's last line names it: from the working directory where it lies below it
+    (``outputs/<date>/<time>/bootstrap.json``), else whole."""
+    try:
+        return str(Path(path).absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -108,6 +108,23 @@ def set_by_process(report: Report) -> List[str]:
     return [name for name, var in report.vars.items() if var.source == PROCESS]
 
 
+JOINED = ("launcher", "world_size", "local_world_size", "rank", "local_rank", "node_rank")  # the launch facts
+
+
+def world_joined(report: Report) -> bool:
+    """Was this run rank 0 of a world its framework started from rank 0's own process after the job started
+    (Lightning's ``ddp``: ``bootstrap.core.joined``)? Its launch facts then came from the framework, which a preview,
+    one process that runs no app code, never starts."""
+    from bootstrap.distributed.launcher import ROW_OF, Launcher
+
+    dist = report.distributed
+    try:
+        row = ROW_OF[Launcher(dist.launcher)]
+    except ValueError:  # a launcher a newer version knows
+        return False
+    return row.started_by_rank0 and dist.rank == 0 and dist.world_size > 1
+
+
 def _inherited(report: Report) -> Dict[str, str]:
     """Known variables set in the job's environment that the bootstrap did not plan: the fingerprint's ``var.*``
     (shown)."""

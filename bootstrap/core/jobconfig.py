@@ -152,6 +152,31 @@ def _thread_vars(typed: List[str], key: str) -> frozenset:
     return frozenset()
 
 
+def app_seed(config: DictConfig, key: str, env_cfg: Any, typed: List[str]) -> Optional[str]:
+    """The app's own top-level ``seed`` (lightning-hydra-template's, which its ``train.py`` hands to
+    ``L.seed_everything``; ``null``: unseeded) wins over the preset's ``<key>.seed``: the app's config is the user's,
+    the preset ours, as the user's environment wins over the preset's variables. Set into the preset's node here,
+    unless the command line gives ``<key>.seed`` (that wins over both). Returns the line that says so, once, where
+    the two differed; None where the app has no such seed, or it agrees."""
+    if "seed" not in config or \
+            any(o.key == f"{key}.seed" for o in map(overrides.split, (t for t in typed if f"{key}.seed" in t))):
+        return None
+    try:
+        theirs, ours = OmegaConf.select(config, "seed"), OmegaConf.select(env_cfg, "seed")
+    except Exception:  # noqa: BLE001 - a seed that does not resolve here is the app's own business
+        return None
+    if theirs == ours or isinstance(theirs, bool) or not (theirs is None or isinstance(theirs, int)):
+        return None
+    from omegaconf import read_write
+
+    with read_write(env_cfg):
+        env_cfg.seed = theirs
+    seeded = "nothing is seeded (the app leaves it unseeded)" if theirs is None else f"the job is seeded with {theirs}"
+    return (f"{key}.seed: the app's own seed={theirs if theirs is not None else 'null'} wins over the preset's "
+            f"{key}.seed={ours} (the app's config is yours): {seeded}; give {key}.seed=N on the command line to "
+            "choose another")
+
+
 def session_args(config: DictConfig, config_key: Optional[str] = None) -> Dict[str, Any]:
     """Keyword arguments for ``Session(...)`` from a job config that holds its ``hydra`` node."""
     hydra_cfg = config.hydra
@@ -160,9 +185,24 @@ def session_args(config: DictConfig, config_key: Optional[str] = None) -> Dict[s
     key, env_cfg = find_preset(config, config_key)
     choices = hydra_cfg.runtime.choices  # a group chosen into another node is listed as group@node
     name = choices.get(key) or choices.get(f"{presets.group_for(key)}@{key}")
+    seeded = app_seed(config, key, env_cfg, typed)
     return dict(env_cfg=env_cfg, name=name, key=key,
                 env_set=hydra_cfg.job.env_set, explicit_vars=overrides.var_names(typed, key) | _thread_vars(typed, key),
-                job_overrides=typed, job_num=hydra_cfg.job.get("num"))
+                job_overrides=typed, job_num=hydra_cfg.job.get("num"), notes=[seeded] if seeded else [])
+
+
+def require_preset(config: DictConfig) -> None:
+    """A config a command composed (``bootstrap doctor``, ``bootstrap dryrun``) holds a preset, or ComposeError saying
+    what to add: the commands compose as the app does, and the callback's own message (a job whose callback is
+    enabled) would name a setting the app never made."""
+    from bootstrap.core.compose import ComposeError
+
+    if not any(key in config for key in presets.KEYS) and OmegaConf.select(config, presets.CALLBACK_KEY) is None:
+        raise ComposeError(f"The composed config has no preset: add +{presets.GROUP}={presets.CPU_PRESET} (or another "
+                           f"preset) to the command ({presets.GROUP}={presets.CPU_PRESET} where the primary config's "
+                           f"defaults list {presets.GROUP}), or "
+                           f"'{presets.choose_override(presets.CALLBACK_KEY, presets.CPU_PRESET)}' for an app whose "
+                           "primary config is a dataclass.", usage=True)  # the command's to fix: the app runs without
 
 
 def preview(config: DictConfig) -> Tuple[Report, list]:
@@ -170,21 +210,15 @@ def preview(config: DictConfig) -> Tuple[Report, list]:
     without applying anything, and the reasons the job would stop (:func:`bootstrap.core.verdict.of_preview`).
     :class:`~bootstrap.core.compose.ComposeError` when the config holds no preset."""
     from bootstrap.core import verdict
-    from bootstrap.core.compose import ComposeError
     from bootstrap.core.session import Session
 
-    if not any(key in config for key in presets.KEYS) and OmegaConf.select(config, presets.CALLBACK_KEY) is None:
-        raise ComposeError(f"The composed config has no preset: add +{presets.GROUP}={presets.CPU_PRESET} (or another "
-                           f"preset) to the command ({presets.GROUP}={presets.CPU_PRESET} where the primary config's "
-                           f"defaults list {presets.GROUP}), or "
-                           f"'{presets.choose_override(presets.CALLBACK_KEY, presets.CPU_PRESET)}' for an app whose "
-                           "primary config is a dataclass.")
+    require_preset(config)
     session = Session(**session_args(config))
     environ_now = {**os.environ, **{k: str(v) for k, v in session.env_set.items()}}
     preview, plan = session.preview(), session.plan
     assert plan is not None  # preview() made it
     return preview, verdict.of_preview(session.preset, plan, environ_now, session.name, session.cpu_override,
-                                       session.named)
+                                       session.named, session.key, preview.warnings)
 
 
 def measure_preflight(config: DictConfig) -> Report:

@@ -66,20 +66,21 @@ def read_ledger(path: str, where: str, warnings: List[str], now: datetime) -> le
     return read
 
 
-def _names(host: str) -> List[str]:
-    """This node's names: the scheduler's (``host``), and the kernel's where it differs (an observation made outside
-    the scheduler, or before issue 45, names it so)."""
-    return list(dict.fromkeys([host, nodename.kernel_host()]))
+def _names(host: str, here: bool = True) -> List[str]:
+    """This node's names: the scheduler's (``host``), and, for a rank on this machine (``here``), the kernel's where it
+    differs (an observation made outside the scheduler, or before issue 45, names it so)."""
+    return list(dict.fromkeys([host, *([nodename.kernel_host()] if here else [])]))
 
 
 def at_start(preset: EnvConfig, key: str, warnings: List[str], host: str,
-             environ: Mapping[str, str] = os.environ) -> Optional[Refusal]:
+             environ: Mapping[str, str] = os.environ, here: bool = True) -> Optional[Refusal]:
     """The refusal of a rank on ``host`` (the scheduler's name for its node) that the ledger's evidence excludes (and
-    ``ignore`` does not name), or None."""
+    ``ignore`` does not name), or None. ``here``: the rank runs on this machine, whose kernel's name is its node's
+    too (the dry run's nodes are named by ``host`` alone)."""
     from bootstrap.core.verdict import Refusal
 
     wanted = preset.nodes
-    names = _names(host)
+    names = _names(host, here)
     if wanted.exclude_file is None or set(names) & set(wanted.ignore):
         return None
     now = _now()
@@ -191,7 +192,7 @@ def _add_to_job_records(run_dir: Path, lines: List[str], excluded: List[str]) ->
     preflight writes them first, and the watch adds its findings' to the same job's files as it trains. The files
     are this job's own: what cannot be read back of them (removed, or not the job's) starts them anew."""
     record, exclude = run_dir / badnodes.RECORD_NAME, run_dir / badnodes.EXCLUDE_NAME
-    earlier = _own_text(record, ledger.MAX_LINE * 64).splitlines()
+    earlier = inbound.lines(_own_text(record, ledger.MAX_LINE * 64))
     outbound.write_text(record, "".join(line + "\n" for line in [*earlier, *lines] if line.strip()))
     if excluded:
         text = _own_text(exclude, 2**16).strip()

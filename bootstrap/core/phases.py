@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, TypeVar
 
 from bootstrap.core.phase_world import World, headline
 from bootstrap.doors import outbound, records
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from bootstrap.distributed.launcher import Launch
 
 log = logging.getLogger(__name__)
+Batch = TypeVar("Batch")
 
 
 @lean_dataclass(frozen=True)
@@ -262,3 +263,17 @@ def _picture(world: World, timings: records.Timings, session: Any) -> None:
                                   names=world.names[:picture.MAX_PHASES], lanes=lanes,
                                   notes=said + ([timings.world_phases_note] if timings.world_phases_note else [])),
                   session.output_dir / picture.NAME)
+
+
+def stepped(batches: Iterable[Batch], step: Callable[[], None]) -> Iterator[Batch]:
+    """``session.watch(batches)``: each batch of ``batches``, with ``step()`` called each time the loop comes back
+    for the next one and when it has done the last; the task's phase ends at the first ``next()``, the first
+    batch's when it arrives."""
+    started = False
+    mark("task")  # the loop's first next(): the task's code before its loop ends here
+    for batch in batches:
+        step() if started else mark("first_batch")
+        started = True
+        yield batch
+    if started:
+        step()

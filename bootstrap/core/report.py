@@ -79,11 +79,7 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
         if job.resolved else None,
         overrides=[masked_override(o) for o in job.overrides],
         device=device,
-        found=records.Found(
-            python=found.python, torch=found.torch, cuda=found.cuda, nccl=found.nccl, cudnn=found.cudnn,
-            bootstrap=found.bootstrap,
-            compute_capability=found.compute_capability, gpus=found.gpus, gpu_names=list(found.gpu_names),
-            cpus=found.cpus, cpus_usable=found.cpus_usable, cpu_affinity=found.cpu_affinity),
+        found=found_record(found),
         checks=[records.Check(name=c.name, required=c.required, found=c.found, ok=c.ok) for c in checks],
         lint=[records.LintFinding(**finding.as_dict()) for finding in lint],
         vars={d.name: _var(d, machine) for d in plan.vars},
@@ -113,6 +109,14 @@ def build(job: JobInfo, plan: Plan, device: str, found: Found,
                                 preflight_s=round(preflight_s, 4) if preflight_s is not None else None),
         job=records.Job(num=job.num, status=JobStatus(status), metrics=None),
     )
+
+
+def found_record(found: Found) -> records.Found:
+    """The report's ``found``: what this machine has."""
+    return records.Found(python=found.python, torch=found.torch, cuda=found.cuda, nccl=found.nccl, cudnn=found.cudnn,
+                         bootstrap=found.bootstrap, compute_capability=found.compute_capability, gpus=found.gpus,
+                         gpu_names=list(found.gpu_names), cpus=found.cpus, cpus_usable=found.cpus_usable,
+                         cpu_affinity=found.cpu_affinity)
 
 
 def _var(decision: Any, machine: Any) -> records.Var:

@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union, cast
 
-from bootstrap.doors import outbound
+from bootstrap.doors import inbound, outbound
 from bootstrap.doors.errors import PRESET_KEY, ConfigError
 from bootstrap.variables.lint import LintPolicy  # the lint's own enum: variables/ sits below core/
 
@@ -326,19 +326,21 @@ def check_keys(tree: Any) -> None:
     when it merges in struct mode, but its own hint (``+env.threds.intra_op=1``) adds it outside struct
     mode, and the job would then run with the typo ignored: so the final config is checked too."""
     found = unknown_key(tree)
-    if found is None:
-        return
+    if found is not None:
+        raise ConfigError(no_such_setting(*found, "so the job would ignore it (a key added with '+' is taken "
+                                                   "whatever its name)"))
+
+
+def no_such_setting(where: str, known: List[str], why: str) -> str:
+    """The line for a key the preset does not have (``unknown_key``'s ``where`` and ``known``), naming the nearest."""
     import difflib
 
-    where, known = found
     parent, _, key = where.rpartition(".")
     under = f"{PRESET_KEY}.{parent}" if parent else PRESET_KEY
     nearest = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     hint = f" Did you mean {under}.{nearest[0]}?" if nearest else ""
-    raise ConfigError(f"{PRESET_KEY}.{outbound.shown(where)}: the preset has no such setting, so the job would "
-                      f"ignore it (a key added "
-                      f"with '+' is taken whatever its name).{hint} The settings under {under} are: "
-                      f"{', '.join(known)}.")
+    return (f"{PRESET_KEY}.{outbound.shown(where)}: the preset has no such setting, {why}.{hint} The settings under "
+            f"{under} are: {', '.join(known)}.")
 
 
 def with_fabric(preset: EnvConfig) -> EnvConfig:
@@ -373,7 +375,7 @@ def load(env_cfg: Any) -> EnvConfig:
         # A node cut from a whole job config (Hydra typed it in place) names its path there: drop it.
         rest = full_key[len(path):].lstrip(".") if path and full_key.startswith(path) else full_key
         where = f"{PRESET_KEY}.{rest}" if rest else PRESET_KEY
-        raise ConfigError(f"{where}: {str(e).splitlines()[0]}") from None
+        raise ConfigError(f"{where}: {inbound.first_line(e)}") from None
     return with_fabric(validate(preset))
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import (TYPE_CHECKING, Any, Callable, Collection, ContextManager, Iterable, Iterator, List, Mapping,
                     Optional, Sequence, Tuple, TypeVar, cast)
 
-from bootstrap.core import (active, agreement, ending, fabric, nodes, phases, preflight, presets, report, runtime,
-                            schema, startup, verdict, versions, watch)
+from bootstrap.core import (active, agreement, ending, fabric, nodes, phases, preflight, presets, refusal, report,
+                            runtime, schema, startup, verdict, versions, watch)
 from bootstrap.core.changes import ProcessChanges, sigterm_held
 from bootstrap.core.plan import Plan
 from bootstrap.core.process_vars import set_by_process
@@ -58,27 +58,29 @@ class Session:
     def __init__(self, env_cfg: Any, *, name: Optional[str] = None, key: str = "env",
                  env_set: Optional[Mapping[str, Any]] = None, explicit_vars: Collection[str] = (),
                  job_overrides: Sequence[str] = (), output_dir: Optional[os.PathLike] = None,
-                 job_num: Optional[int] = None):
+                 job_num: Optional[int] = None, notes: Sequence[str] = ()):
         """``env_cfg``: the preset (DictConfig, dict or EnvConfig), validated now. ``key``: its
         place in the job config, for messages. ``env_set``: Hydra's ``hydra.job.env_set``.
         ``explicit_vars``: the variables named on the command line (``env.vars.NAME=...``),
         which win over the shell. ``job_overrides``: the job's overrides as typed, recorded
-        masked. ``output_dir``: where ``bootstrap.json`` goes (None: nowhere)."""
+        masked. ``output_dir``: where ``bootstrap.json`` goes (None: nowhere). ``notes``: what reading
+        the job's config decided, said once and recorded (jobconfig.app_seed)."""
         self.key = key
-        self.preset = schema.load(env_cfg)
         self.name = name or "custom"
-        self.env_set = dict(env_set or {})
-        self.explicit_vars = frozenset(explicit_vars)
         self.job_overrides = [str(o) for o in job_overrides]
         outbound.remember_overrides(self.job_overrides)  # masked in everything written, the task's error too
-        outbound.remember_vars(self.preset.vars or {})
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.job_num = job_num
         self.report: Optional[Report] = None  # the job's record (bootstrap.json) once apply() has made it
-        self.plan, self.launch = cast(Optional[Plan], None), cast(Optional[launcher.Launch], None)
         self.resolved: Optional[Choice] = None  # env=auto: what it chose
-        self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
         self.preset_digest: Optional[str] = None  # schema.digest of the preset the plan was made from
+        with refusal.recorded(self):  # a preset refused is recorded too (bootstrap.core.refusal)
+            self.preset = schema.load(env_cfg)
+        self.env_set, self._notes = dict(env_set or {}), list(notes)
+        self.explicit_vars = frozenset(explicit_vars)
+        outbound.remember_vars(self.preset.vars or {})
+        self.plan, self.launch = cast(Optional[Plan], None), cast(Optional[launcher.Launch], None)
+        self.device = "cpu" if self.preset.device.value == "cpu" else "cuda"  # resolved by apply()
         self._torch_seed: Optional[int] = None  # torch.initial_seed() once the bootstrap has seeded
         self._provenance: Optional[provenance.Collection] = None  # collecting, once the job has started
         self._changes: Optional[ProcessChanges] = None  # while applied: what it changed, its group and recorder
@@ -111,30 +113,20 @@ class Session:
             self.report.provenance, self.report.timings.provenance_s = self._provenance_so_far(wait=True)
         return flat.flat(self.report)
 
-    def preflight_now(self) -> Optional[records.Preflight]:
-        """The check, once a framework has made the process group after the start (:func:`preflight.now`)."""
+    def preflight_now(self) -> Optional[records.Preflight]:  # once a framework made the group after the start
         return preflight.now(self)
 
     # -- in the task ---------------------------------------------------------------------------
     def step(self) -> None:
-        """Mark one finished training step: what watches the steps (the start-up's timeline, which the first step
-        ends; the watch, docs/watch.md) is told. A framework's hooks call it where there are hooks
-        (:class:`bootstrap.integrations.lightning.BootstrapLogging`); a plain loop calls it after each optimizer
-        step, or iterates through :meth:`watch`."""
+        """One finished training step, told to what watches the steps (the start's phases, the watch): Lightning's
+        hooks call it (``BootstrapLogging``), a plain loop after each optimizer step or through :meth:`watch`."""
         for on_step in tuple(self._on_step):  # a listener may leave (the start's, at the first step)
             on_step()
 
     def watch(self, batches: Iterable[Batch]) -> Iterator[Batch]:
         """``for batch in session.watch(loader):`` yields every batch of ``batches`` and marks a step
         (:meth:`step`) each time the loop comes back for the next one, and when it has done the last."""
-        started = False
-        phases.mark("task")  # the loop's first next(): the task's code before its loop ends here
-        for batch in batches:
-            self.step() if started else phases.mark("first_batch")
-            started = True
-            yield batch
-        if started:
-            self.step()
+        return phases.stepped(batches, self.step)
 
     def phase(self, name: str) -> ContextManager[None]:
         """``with session.phase("load_checkpoint"):``: a phase of the task's own, up to its first step, in the
@@ -159,10 +151,13 @@ class Session:
     # -- deciding ----------------------------------------------------------------------------
     def detect_launch(self) -> launcher.Launch:
         """How this process was started (torchrun, Lightning, submitit, srun or single). Reads the environment."""
-        self.launch = startup.detect_launch(self.preset, os.environ, self.key, group_exists=group_in_use())
+        with refusal.recorded(self):  # launcher variables that do not add up are recorded too
+            self.launch = startup.detect_launch(self.preset, os.environ, self.key, group_exists=group_in_use())
         return self.launch
 
     def _make_plan(self, environ_now: Mapping[str, str], warnings: List[str]) -> Plan:
+        for note in self._notes:
+            report.warn(warnings, note, once=True)  # each job's record; the log once per process
         if self.preset.auto:  # env=auto: replace the placeholder by the preset this machine calls for
             from bootstrap.core import auto
 
@@ -206,8 +201,9 @@ class Session:
         plan = self._make_plan({**os.environ, **{k: str(v) for k, v in self.env_set.items()}}, warnings)
         found = versions.detect()
         checks = versions.check(self.preset.requires, found, plan.device_type)
-        no_gpu = self._device(plan, found)
-        warnings += [no_gpu] if no_gpu else []
+        no_gpu, unproven = self._device(plan, found), self.named(verdict.unproven_network(self.preset, found.nccl))
+        if verdict.after_checks(self.preset, self.name, checks, cpu_override=self.cpu_override) is None:
+            warnings += [line for line in (no_gpu, unproven) if line]  # as the job warns, where it goes on
         machine, took = self._machine(found), time.perf_counter() - started
         previewed = report.build(self._job(), plan, self.device, found, checks, None, warnings, took,
                                  JobStatus.PREVIEW, lint.for_preset(self.preset, machine),
@@ -243,7 +239,8 @@ class Session:
         started_ns = time.time_ns()  # the flight recorder's entries from here on are this job's
         phases.session_starts()  # at started_ns: the plan phase's start on the process's clock
         self.report, self._provenance, self._watching = None, None, None  # this start's (applied again: anew)
-        plan = self._make_plan(os.environ, warnings)
+        with refusal.recorded(self):  # a plan that cannot hold is recorded too
+            plan = self._make_plan(os.environ, warnings)
         refused = verdict.before_apply(self.preset, plan, os.environ)  # the doctor's verdict too
         if refused:  # the lint's stops and values torch would refuse: nothing is applied yet
             self._record(plan, versions.detect(), [], None, warnings, started, JobStatus.CHECK_FAILED,
@@ -264,12 +261,13 @@ class Session:
             found = versions.detect()
             checks = versions.check(self.preset.requires, found, plan.device_type)
             mismatch = verdict.after_checks(self.preset, self.name, checks, cpu_override=self.cpu_override) or \
-                nodes.at_start(self.preset, self.key, warnings, agreement.host())  # before the process group
+                verdict.listed(self.preset, self.key, warnings, agreement.host(), os.environ)  # before the group
             if mismatch:
                 self._record(plan, found, checks, None, warnings, started, JobStatus.CHECK_FAILED, mismatch.message,
                              started_ns=started_ns)
                 raise mismatch.exception()
             report.warn(warnings, self.named(verdict.mismatch_warning(self.name, checks)))
+            report.warn(warnings, self.named(verdict.unproven_network(self.preset, found.nccl)))  # the doctor's too
             report.warn(warnings, self._device(plan, found))
             device = self.device
             intra, inter, inter_note = runtime.apply_settings(plan.torch, plan.threads.intra_op, plan.threads.inter_op)
@@ -399,6 +397,9 @@ class Session:
                     job_end.provenance, job_end.provenance_s = self._provenance_so_far(
                         wait=job_end.status is not JobStatus.INTERRUPTED)
                     self._end(job_end)
+                    if self.output_dir is not None:  # where did my run go? the job's last line names its record
+                        log.info("report: %s", ending.shown_path(
+                            self.output_dir / records.report_name(self.rank, self.world_size)))
 
     def _provenance_so_far(self, wait: bool = False) -> Tuple[records.Provenance, Optional[float]]:
         """The job's provenance: collected (``wait``: up to env.provenance.seconds for it), still collecting, or off."""

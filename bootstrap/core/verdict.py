@@ -18,6 +18,9 @@ Where a job stops, in order:
 
 What cannot be known before the job runs is not here: a peer that never comes, an output
 directory that cannot be written.
+
+Every reason has one source, which the job, ``bootstrap doctor`` and ``bootstrap dryrun`` all call
+(:data:`STOP_REASONS` says where each decides it; ``tests/unit/test_verdict.py`` walks each through the three).
 """
 
 from __future__ import annotations
@@ -99,16 +102,26 @@ def late_value_problems(decisions: Sequence[Any], environ_now: Mapping[str, str]
 def before_apply(preset: EnvConfig, plan: Plan, environ_now: Mapping[str, str]) -> List[Refusal]:
     """What the job refuses before it changes anything. ``preset``: the validated EnvConfig;
     ``plan``: its Plan; ``environ_now``: the environment the plan was made from (``env_set`` included)."""
+    lint_stop = lint_refusal(preset)
+    return ([lint_stop] if lint_stop else []) + late_refusals(plan, environ_now)
+
+
+def late_refusals(plan: Plan, environ_now: Mapping[str, str]) -> List[Refusal]:
+    """The values torch would refuse once this rank's plan is applied (:func:`late_value_problems`): the rank's own
+    part of :func:`before_apply`, which the dry run asks of each rank."""
+    return [Refusal(problem, ConfigError) for problem in late_value_problems(plan.vars, environ_now)]
+
+
+def lint_refusal(preset: EnvConfig) -> Optional[Refusal]:
+    """The lint's findings that stop a job under ``env.lint=error``: the preset's alone (the same on every rank of a
+    world, which the dry run asks once), never the machine's hardware findings."""
     from bootstrap.core.schema import LintPolicy
     from bootstrap.variables import lint
 
-    refusals = []
-    if preset.lint is LintPolicy.error:  # names only: the machine's hardware findings never stop a job
-        stop = lint.stopping(lint.for_preset(preset))
-        if stop:
-            refusals.append(Refusal(lint.stop_message(stop), LintError, tuple(stop)))
-    refusals += [Refusal(problem, ConfigError) for problem in late_value_problems(plan.vars, environ_now)]
-    return refusals
+    if preset.lint is not LintPolicy.error:
+        return None
+    stop = lint.stopping(lint.for_preset(preset))
+    return Refusal(lint.stop_message(stop), LintError, tuple(stop)) if stop else None
 
 
 def after_checks(preset: EnvConfig, preset_name: str, checks: Sequence[Check], *,
@@ -131,14 +144,72 @@ def mismatch_warning(preset_name: str, checks: Sequence[Check]) -> Optional[str]
     return versions.mismatch_message(preset_name, list(checks), warn=True)
 
 
+def listed(preset: EnvConfig, key: str, warnings: List[str], host: str, environ: Mapping[str, str],
+           here: bool = True) -> Optional[Refusal]:
+    """A rank on a host that ``env.nodes.exclude_file`` lists stops before its process group: the one source is
+    :func:`bootstrap.core.nodes.at_start`, which the job calls for its own host, the doctor for this machine's and
+    the dry run for each node of ``--nodelist``."""
+    from bootstrap.core import nodes
+
+    return nodes.at_start(preset, key, warnings, host, environ, here)
+
+
+def import_refusal(environ: Mapping[str, str]) -> Optional[str]:
+    """A value that ``import torch`` itself refuses (torch.distributed reads ``TORCH_DISTRIBUTED_DEBUG`` when it is
+    imported, and raises ValueError): in the shell a job starts from, it stops the job's own script at its
+    ``import torch``, before Hydra or the bootstrap run. None when the environment holds none."""
+    value = environ.get("TORCH_DISTRIBUTED_DEBUG")
+    problem = debug_level_problem("TORCH_DISTRIBUTED_DEBUG", value) if value is not None else None
+    if problem is None:
+        return None
+    return (f"TORCH_DISTRIBUTED_DEBUG={masked('TORCH_DISTRIBUTED_DEBUG', value)!r} in this shell: `import torch` "
+            "raises ValueError at once (torch reads it when torch.distributed is imported), before any code of the job "
+            "or the bootstrap runs. Unset it, or export OFF, INFO or DETAIL.")
+
+
+def unproven_network(preset: EnvConfig, nccl: Optional[str]) -> Optional[str]:
+    """A warning where the preset expects NCCL to choose a network (``env/fabric=ib``, ``env.preflight.network``) on
+    a machine whose torch has no NCCL (``nccl``: its version, None): nothing here can prove the network, so nothing
+    here may say it is right."""
+    from bootstrap.core.schema import FabricName, Network
+
+    network = preset.preflight.network
+    if nccl is not None or network in (None, Network.any):
+        return None
+    fabric = preset.fabric.name
+    what = f"{PRESET_KEY}/fabric={fabric.value}" if fabric is not FabricName.none else \
+        f"{PRESET_KEY}.preflight.network={network.value}"
+    return (f"{what} expects NCCL to choose {network.value}, but this torch has no NCCL: the network cannot be proven "
+            "here (nothing starts NCCL to choose one). Judge the target's NCCL logs (bootstrap doctor --nccl-log "
+            "FILE...), or let the job's preflight read them there.")
+
+
 def of_preview(preset: EnvConfig, plan: Plan, environ_now: Mapping[str, str], name: str, cpu_override: str,
-               named: Callable[[Optional[str]], Optional[str]]) -> List[Refusal]:
-    """Every reason the job would stop, for the doctor's preview: its preset and plan, the environment the job
-    would start in (Hydra's ``env_set`` counted in, as it is when a job starts), the preset's name, whether
-    ``device=cpu`` is said, and how a message names the preset's key."""
-    from bootstrap.core import versions
+               named: Callable[[Optional[str]], Optional[str]], key: str = "env",
+               warnings: Optional[List[str]] = None, host: Optional[str] = None) -> List[Refusal]:
+    """Every reason the job would stop, for the doctor's preview, in the job's order: its preset and plan, the
+    environment the job would start in (Hydra's ``env_set`` counted in, as it is when a job starts), the preset's
+    name, whether ``device=cpu`` is said, and how a message names the preset's key (``key``, ``named``); what
+    cannot be read on the way (the exclusion file) is added to ``warnings``. ``host``: this machine's, as the job
+    names it (None: ``agreement.host()``)."""
+    from bootstrap.core import agreement, versions
 
     refusals = before_apply(preset, plan, environ_now)
     checks = versions.check(preset.requires, versions.detect(), plan.device_type)
-    mismatch = after_checks(preset, name, checks, cpu_override=cpu_override)
-    return [replace(r, message=named(r.message) or r.message) for r in refusals + ([mismatch] if mismatch else [])]
+    stops = [after_checks(preset, name, checks, cpu_override=cpu_override),
+             listed(preset, key, warnings if warnings is not None else [], host or agreement.host(), environ_now)]
+    return [replace(r, message=named(r.message) or r.message) for r in refusals + [r for r in stops if r]]
+
+
+# Every reason a job stops at its start, and the one function that decides it for the job, the doctor and the dry
+# run (the dry run of a target it is not on: what only the target can show is listed as checked there).
+STOP_REASONS: Dict[str, str] = {
+    "a preset value the schema refuses": "bootstrap.core.schema.load (Session(...), the dry run's rank plan)",
+    "launcher variables that do not add up": "bootstrap.core.startup.detect_launch",
+    "a plan that cannot hold (threads, mesh, flight recorder)": "bootstrap.core.startup.plan_rank",
+    "a lint finding under env.lint=error": "bootstrap.core.verdict.before_apply (lint_refusal)",
+    "a value torch would refuse (TORCH_DISTRIBUTED_DEBUG)": "bootstrap.core.verdict.before_apply (late_refusals)",
+    "a value import torch refuses, in the shell": "bootstrap.core.verdict.import_refusal",
+    "a requirement the machine fails, under on_mismatch=error": "bootstrap.core.verdict.after_checks",
+    "a node env.nodes.exclude_file excludes": "bootstrap.core.verdict.listed (bootstrap.core.nodes.at_start)",
+}

@@ -12,7 +12,11 @@ rank marks itself here, counts itself in, waits for the last, and reads how many
   set, add, get, add; the last rank to arrive sets where the others get);
 - a rank that differs: 2 more (add, set); and only when some differ does each rank read their
   records, at most :data:`MAX_NAMED` of them, then count itself as having read them (add; the last sets a
-  mark, rank 0 waits for it), so that rank 0, which hosts the store, leaves last when the job stops.
+  mark). Where rank 0's own process hosts the store (``srun``, ``mpirun``: not torchrun's agent store), rank 0
+  then looks for that mark a while before it stops (:data:`COURTESY_S`, no more): a rank still reading from a
+  store that went away would print torch's C++ frames instead of its own one line. The courtesy is a
+  courtesy: its bound is its own and small, it polls (``store.check``) rather than blocking, so that it leaves
+  no c10d warning lines, and a peer that never reads costs rank 0 at most that.
 
 Every wait shares one budget, the user's ``env.distributed.timeout_s`` (:class:`waits.Deadline`). When
 it runs out, the ranks that never marked themselves here are found by halving (``store.check`` on a
@@ -25,6 +29,7 @@ Everything a peer wrote is read through :mod:`bootstrap.doors.typed`: bounded, s
 
 import json
 import secrets
+import time
 from dataclasses import field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple, Type, TypeVar
 
@@ -42,6 +47,8 @@ PREFIX = "hydra_train_bootstrap/agree"
 MAX_NAMED = 16  # odd ranks whose records are read: enough to name them; the rest are counted
 MAX_RECORD_BYTES = 1 << 20  # a fingerprint is a few KiB; a peer cannot make this rank read megabytes
 MAX_VALUE_CHARS = 4096  # one value in a fingerprint (a variable's text)
+COURTESY_S = 5.0  # at most this long rank 0 (hosting the store) looks for the mark that every rank has read
+POLL_S = 0.02  # between two looks: each is one store.check, which never blocks
 POLICY_KEY = "agree.policy"  # the key a rank whose policy differs from rank 0's sends instead of its fingerprint
 
 
@@ -109,10 +116,12 @@ def _bounded(fingerprint: Dict[str, str]) -> Dict[str, str]:
 
 
 def exchange(store: "Store", key: str, rank: int, world_size: int, host: str, policy: str,
-             fingerprint: Callable[[str], Dict[str, str]], deadline: Deadline) -> Exchanged:
+             fingerprint: Callable[[str], Dict[str, str]], deadline: Deadline, rank0_hosts: bool = True) -> Exchanged:
     """Compare this rank's policy and ``fingerprint(salt)`` with rank 0's through ``store`` (any c10d Store),
     under ``key`` (one per check: the run, the restart, the check's number in this process). Blocks until
-    every rank has compared, within ``deadline``; :class:`Absent` names the ranks that never came."""
+    every rank has compared, within ``deadline``; :class:`Absent` names the ranks that never came.
+    ``rank0_hosts``: rank 0's process hosts the store (not an agent's): only then does it wait, a little, for
+    the others to read what differed."""
     store.set(f"{key}/here/{rank}", "")  # first: a rank waiting for rank 0 is here, and never named absent
     if rank == 0:
         salt = secrets.token_hex(16)
@@ -139,23 +148,22 @@ def exchange(store: "Store", key: str, rank: int, world_size: int, host: str, po
     records = store.multi_get([f"{key}/odd/{slot}" for slot in slots]) if count else []
     odd = [_read(data, OddRank, f"odd record {slot}") for slot, data in zip(slots, records, strict=True)]
     if count:
-        _all_read(store, key, rank, world_size, deadline)
+        _all_read(store, key, rank, world_size, deadline, rank0_hosts)
     return Exchanged(reference, own, sorted(odd, key=lambda record: record.rank), count)
 
 
-def _all_read(store: "Store", key: str, rank: int, world_size: int, deadline: Deadline) -> None:
-    """When some rank differs the job may stop here; rank 0, whose process hosts the store under srun, mpirun
-    and the like, leaves only once every rank has read the odd records: a rank still reading from a store that
-    went away gets torch's TCPStore warning with C++ frames ("frame #0: c10::Error::Error") and another error
-    than the one its peers stop with. Each rank adds itself, the last sets the mark, rank 0 waits for it
-    (within ``deadline``; a rank that never comes costs rank 0 the rest of it, and nothing more)."""
+def _all_read(store: "Store", key: str, rank: int, world_size: int, deadline: Deadline, rank0_hosts: bool) -> None:
+    """When some rank differs the job may stop here. Where rank 0's process hosts the store, a rank still reading
+    the odd records from a store that went away gets torch's TCPStore warning with C++ frames ("frame #0:
+    c10::Error::Error") and another error than the one its peers stop with; so each rank adds itself, the last
+    sets the mark, and rank 0 looks for it, at most :data:`COURTESY_S` (and never past ``deadline``), by polls
+    that never block: a peer that never reads costs rank 0 that much, and no warning line."""
     if store.add(f"{key}/read", 1) == world_size:
         store.set(f"{key}/all_read", "1")
-    elif rank == 0:
-        try:
-            deadline.bound(store).get(f"{key}/all_read")
-        except RuntimeError:  # a rank that left without reading: rank 0 goes on, as it did before
-            pass
+    elif rank == 0 and rank0_hosts:
+        end = time.monotonic() + min(COURTESY_S, deadline.left_s())
+        while not store.check([f"{key}/all_read"]) and time.monotonic() < end:
+            time.sleep(POLL_S)
 
 
 def _waiting(store: "Store", name: str, deadline: Deadline, key: str, world_size: int) -> bytes:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Generic, List, Mapping, M
 
 from bootstrap.distributed.launcher import Launch, peek
 from bootstrap.distributed.waits import Deadline
-from bootstrap.doors import outbound
+from bootstrap.doors import inbound, outbound
 from bootstrap.doors.errors import BootstrapError
 from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.statuses import GroupState, Teardown
@@ -304,7 +304,7 @@ def agree_on_run_dir(run_dir: str, launch: Launch, timeout_s: int, environ: Mapp
         raise BootstrapError(
             f"rank {launch.rank} could not learn rank 0's run directory from {launch.launcher.value}'s store at "
             f"{launch.master_addr}:{launch.master_port} within env.distributed.timeout_s={timeout_s}: "
-            f"{outbound.finding(str(error).splitlines()[0] if str(error) else type(error).__name__, 300)}. "
+            f"{outbound.finding(inbound.first_line(error) if str(error) else type(error).__name__, 300)}. "
             "Rank 0 did not start, or failed before its job started (its own output says why).") from None
 
 

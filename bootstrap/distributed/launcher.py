@@ -390,6 +390,7 @@ def detect(
     hints = Hints(submitit_job, master_addr, master_port, group_exists)
     launch = next(launch for launch in (row.detect(environ, hints) for row in LAUNCHERS) if launch is not None)
     _refuse_contradictions(launch, environ, hints)
+    launchvars.slurm_attempt(environ)  # read after the preflight (a requeue): refused here, with the others
     return launch
 
 
@@ -405,7 +406,8 @@ def _refuse_contradictions(launch: Launch, environ: Mapping[str, str], hints: Hi
     """Evidence that the launcher started this process, which the rest of the evidence denies: a process that
     would come out neither one process nor one rank of a world that can form (it would wait for what no
     one provides, or report a world with no group). One line, naming the variables."""
-    if launch.world_size <= 1:
+    if launch.world_size <= 1:  # one process, where an MPI's rank and size alone say more (or nonsense)
+        launchvars.refuse_a_partial_world(environ, "mpi", MPI_VARIABLES, "mpirun")
         return
     name, world = launch.launcher.value, f"rank {launch.rank} of {launch.world_size}"
     if _uses_agent_store(environ) and not launch.row.agent_store(environ):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Mapping, Optional, Tuple
+from typing import Mapping, Optional, Sequence, Tuple
 
 from bootstrap.distributed import hostlist
 from bootstrap.doors.errors import ConfigError
@@ -77,6 +77,22 @@ def slurm_attempt(environ: Mapping[str, str]) -> Optional[Tuple[str, int]]:
     SLURM sets from the first requeue on: 0 where unset); None outside SLURM."""
     job = environ.get("SLURM_JOB_ID")
     return (job, count(environ, "SLURM_RESTART_COUNT", 0)) if job else None
+
+
+def refuse_a_partial_world(environ: Mapping[str, str], launcher: str, names: Sequence[Tuple[str, str, str, str]],
+                            starter: str) -> None:
+    """A launcher's rank and size (each of ``names``: rank, size, local rank, local size) set without the local two
+    that its ``starter`` sets with them, saying more than one process (or a rank outside the size): no world can form
+    from them, and one process is not what they say. A ConfigError naming the variables."""
+    for rank_name, size_name, *local in names:
+        if all(n in environ for n in local):  # the whole set: its launcher's row read it
+            continue
+        rank, world = (count(environ, n) if n in environ else None for n in (rank_name, size_name))
+        if rank is not None and world is not None and (rank >= world or world > 1):
+            said = f"rank {rank} is outside world size {world}" if rank >= world else f"a world of {world} ranks"
+            raise ConfigError(f"{launcher}: {said} ({rank_name}={rank}, {size_name}={world}, without "
+                              f"{' or '.join(local)}, which {starter} sets with them): start the ranks with {starter}, "
+                              f"or unset {rank_name} and {size_name} where they leaked.")
 
 
 def tasks_on_node(compact: str, node: int) -> int:

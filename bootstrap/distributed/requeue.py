@@ -17,7 +17,7 @@ from dataclasses import field
 from typing import List, Optional, Sequence
 
 from bootstrap.distributed.hostlist import compress, expand
-from bootstrap.doors import outbound
+from bootstrap.doors import inbound, outbound
 from bootstrap.doors.errors import RequeuedError
 from bootstrap.doors.lean import lean_dataclass
 
@@ -88,7 +88,7 @@ def run(command: Sequence[str], seconds: float) -> Optional[str]:
     except OSError as error:
         return f"{line(command)}: {error.strerror or type(error).__name__}"
     if done.returncode != 0:
-        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        said = inbound.lines(done.stderr.decode("utf-8", "replace").strip())
         return f"{line(command)}: exit {done.returncode}" + (f": {said[-1]}" if said else "")
     return None
 

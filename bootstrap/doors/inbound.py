@@ -64,6 +64,19 @@ def read_text(path: StrPath, limit: int = MAX_TEXT_BYTES) -> str:
         raise Unreadable(f"{Path(path).name}: not UTF-8 text") from None
 
 
+def lines(text: str) -> List[str]:
+    """``text``'s lines, as every file the package writes and reads back defines one: ended by ``\n`` alone (a
+    ``\r`` before it dropped). ``str.splitlines()`` also ends a line at U+2028, U+2029, U+0085, VT, FF and the other
+    separators, which a package's or a host's name may hold; the way out shows each of them escaped
+    (:func:`bootstrap.doors.outbound.printable`), and the way in never splits there."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def first_line(text: Any) -> str:
+    """The first of ``text``'s :func:`lines` (an error's message, the first line of a file)."""
+    return lines(str(text))[0]
+
+
 START_ENVIRON = Path("/proc/self/environ")  # Linux: the environment this process was started with, never updated
 MAX_ENVIRON_BYTES = 16 * 2**20  # Linux caps a process's arguments and environment at a quarter of its stack
 
@@ -126,14 +139,16 @@ def read_own_log_lines(path: StrPath, limit: int, uid: Optional[int] = None) -> 
     return _log_lines(path, limit, os.geteuid() if uid is None else uid)
 
 
-def read_log_lines(path: StrPath, limit: int) -> str:
+def read_log_lines(path: StrPath, limit: int) -> Tuple[str, int]:
     """The whole lines among the first ``limit`` bytes of a log a person named on the command line
     (``bootstrap doctor --nccl-log FILE``): a regular file, whoever owns it (a colleague's paste), through a
-    link if the person named one; the same bounds and whole lines as :func:`read_own_log_lines`."""
-    return _log_lines(path, limit, None)
+    link if the person named one; the same bounds and whole lines as :func:`read_own_log_lines`. With them, the
+    file's size: what lies past ``limit`` was not read, and a verdict on the file must say so."""
+    sizes: List[int] = []
+    return _log_lines(path, limit, None, sizes), sizes[0]
 
 
-def _log_lines(path: StrPath, limit: int, uid: Optional[int]) -> str:
+def _log_lines(path: StrPath, limit: int, uid: Optional[int], sizes: Optional[List[int]] = None) -> str:
     name = Path(path).name
     follow = 0 if uid is None else os.O_NOFOLLOW
     try:
@@ -148,6 +163,8 @@ def _log_lines(path: StrPath, limit: int, uid: Optional[int]) -> str:
             raise Unreadable(f"{name}: not a regular file")
         if uid is not None and info.st_uid != uid:
             raise Unreadable(f"{name}: owned by another user (uid {info.st_uid}), not this process's (uid {uid})")
+        if sizes is not None:
+            sizes.append(info.st_size)
         data = b""
         while len(data) < limit and (chunk := os.read(fd, limit - len(data))):
             data += chunk

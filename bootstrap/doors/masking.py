@@ -9,7 +9,8 @@ every free text): a URL's user information (``postgres://user:***@host``,
 ``https://***@github.com``), a token with a well-known prefix (``ghp_...``, ``hf_...``),
 a PEM private-key block, an ``Authorization:`` header (:mod:`bootstrap.doors.shapes`, after
 gitleaks' default rules), or an assignment to a name that says it holds a credential
-(``API_KEY=x``, ``"password": "x"``). So ``GITHUB_PAT=ghp_...`` and
+(``API_KEY=x``, ``"password": "x"``, ``PGPASSWORD=x``, Azure's ``AccountKey=x``: a keyword of gitleaks' generic
+rule anywhere in the name, :func:`names_a_credential`). So ``GITHUB_PAT=ghp_...`` and
 ``DATABASE_URL=postgres://u:pw@h/db`` are masked although neither name says
 "secret". A token without a known prefix under a name without a marker word cannot
 be told from a plain value: give it a marker name, or keep it in the shell.
@@ -29,7 +30,7 @@ MASK = "***"
 # Name markers, matched case-insensitively anywhere in a name (HF_TOKEN, WANDB_API_KEY,
 # AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, MLFLOW_TRACKING_PASSWORD), plus
 # PAT as a whole word (GITHUB_PAT). Masking a harmless name costs little; missing one leaks.
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|KEY|CREDENTIAL|PRIVATE|AUTH|COOKIE"
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|KEY|CREDENTIAL|CREDS|PRIVATE|AUTH|COOKIE"
                           r"|(?:^|[^A-Za-z])PAT(?:$|[^A-Za-z])", re.IGNORECASE)
 # A URL's user information: everything between "://" and the token's last "@" (a
 # password may hold "/" or "@"), also as Hydra escapes it in recorded overrides
@@ -49,22 +50,47 @@ def is_secret(name: Any) -> bool:
     return bool(_SECRET_NAME.search(str(name)))
 
 
-# A config key that holds a credential, judged by whole words of its own name (the last part of
-# its path): remembered values are masked in every text, so `tokenizer: gpt2` or `message_key:
-# message` must not count, as they would by the marker words of is_secret.
-_CREDENTIAL_WORDS = frozenset({"token", "secret", "password", "passwd", "passphrase", "credential", "credentials",
-                               "cookie", "pat", "apikey"})
-_KEY_KINDS = frozenset({"api", "access", "secret", "private", "signing", "encryption", "auth", "license", "hub"})
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# gitleaks' generic rule (``generic-api-key``, config/gitleaks.toml at commit 009e025ad4106ab333aa0b9dc4f2a884390d134c,
+# as bootstrap/doors/shapes.py): a name holding one of its keywords anywhere, inside a compound word too (PGPASSWORD,
+# AccountKey, storageKey, dbpassword), says it holds a credential. Ours add the marker words gitleaks leaves elsewhere.
+GENERIC_KEYWORDS = ("access", "api", "auth", "key", "credential", "creds", "passwd", "password", "secret", "token")
+OUR_KEYWORDS = ("passphrase", "cookie")
+_KEYWORD = re.compile("|".join(GENERIC_KEYWORDS + OUR_KEYWORDS) + r"|(?:^|[^a-z])(?P<pat>pat)(?:$|[^a-z])")
+# Where a keyword stands inside a name that holds no credential. gitleaks' allowlist of the same rule (a word that
+# merely contains a keyword: author, monkey, rapid; a name about a credential, not one: key_name, secret_size,
+# token_url, key_file; a database's keys: primary_key), then ours: a tokenizer and its counts of tokens (max_tokens),
+# the keys of a record or a config (a log formatter's message_key, OmegaConf's full_key, the callback's config_key), an
+# exception's name (KeyError: 'API_KEY'). A remembered value is masked in every text, so a
+# name here must never hold a secret; a name missing here costs a masked harmless value, which is the cheap error.
+_HARMLESS = re.compile(
+    r"access(?:ib\w*|ors?)|access[_.-]?id|random[_.-]?access|api[_.-]?(?:id|name|version)|rapid|capital|author"
+    r"|credentials?[_.-]?id|withcredentials|(?:bucket|foreign|hot|idx|natural|primary|pub(?:lic)?|schema|sequence)"
+    r"[_.-]?key|turkey|key[_.-]?(?:alias|board|code|frame|id|length|mesh|name|pair|press(?:ed)?|ring|selector"
+    r"|signature|size|stone|storetype|word|up|down|left|right)|key[_.-]?vault[_.-]?(?:id|name)"
+    r"|key(?:store|tab)[_.-]?(?:file|path)|issuerkeyhash|[dm]onkey|keying|secret[_.-]?(?:length|name|size)"
+    r"|usersecretsid|csrf[_.-]?token|(?:api|credentials|token)[_.-]?(?:endpoint|ur[il])|public[_.-]?token"
+    r"|(?:key|token)[_.-]?file"
+    r"|tokeni[sz]\w*|(?:max|min|num|n|total)(?:[_.-]?(?:new|input|output|prompt))?[_.-]?tokens?"
+    r"|(?:message|time|sort|group|partition|cache|hash|lookup|index|join|shard|routing|row|column|field|label|metric"
+    r"|map|order|event|record|log|full|config|dict|node|item|entry|attr|attribute|param|state|parent|child|root"
+    r"|unique|composite)[_.-]?key|[a-z_.-]*(?:error|exception|warning)s?$")
 
 
 def names_a_credential(key: Any) -> bool:
-    """Does this config key's own name say it holds a credential (``password``, ``hub_token``,
-    ``api_key``, ``key``), as opposed to merely containing a marker (``tokenizer``, ``message_key``)?"""
-    words = [w.lower() for w in _WORDS.findall(str(key))]
-    if any(w in _CREDENTIAL_WORDS for w in words):
-        return True
-    return words == ["key"] or any(w == "key" and i and words[i - 1] in _KEY_KINDS for i, w in enumerate(words))
+    """Does this name say it holds a credential? As gitleaks' generic rule judges a name: one of its keywords
+    (:data:`GENERIC_KEYWORDS`, and ours) anywhere in it, inside a compound word too (``PGPASSWORD``,
+    ``AccountKey``, ``hub_token``, ``api_key``, ``key``), unless the keyword only stands inside a harmless word or
+    name (``tokenizer``, ``author``, ``monkey``, ``key_name``, ``max_tokens``, ``message_key``)."""
+    return _names_a_credential(str(key).lower())
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_a_credential(name: str) -> bool:
+    found = [(m.start("pat"), m.end("pat")) if m.group("pat") else m.span() for m in _KEYWORD.finditer(name)]
+    if not found:
+        return False
+    harmless = [m.span() for m in _HARMLESS.finditer(name)]
+    return any(not any(start <= at and end <= stop for start, stop in harmless) for at, end in found)
 
 
 def mask_credentials(text: Any) -> str:
@@ -96,11 +122,12 @@ def _masked_header(match: "re.Match[str]") -> str:
     return match.group("bearer") + MASK
 
 
-# An assignment anywhere in a text: `API_KEY=x`, `password: "x y"`, `"token": "x"`, `secret => x`. The value is
+# An assignment anywhere in a text: `API_KEY=x`, `password: "x y"`, `"token": "x"`, `secret => x`; never a pin or a
+# comparison (`google-auth==2.40.0`, a packages.txt line: "==" assigns nothing). The value is
 # a quoted string, or a run up to white space, a quote, or what ends a value in a list, a CSV row or a call (`,;)]}`).
 # A name starts only where a word starts, and never gives back: a long run of letters is read once, not again from
 # each of its characters (text of any length is cleaned whole).
-_INLINE = re.compile(r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*+)(?P<sep>["']?[ \t]*(?::=|=>|=|:)[ \t]*)"""
+_INLINE = re.compile(r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*+)(?P<sep>["']?[ \t]*(?::=|=>|=(?!=)|:)[ \t]*)"""
                      r"""(?P<value>"[^"\n]*"|'[^'\n]*'|\$\{[^{}\s]*\}|[^\s"'`,;)\]}]+)""")
 # After ":" (which also ends a sentence's clause: "password: incorrect", "token: expired") an unquoted value is
 # masked only when it looks like one: 8 characters or more, one of them not a letter.
@@ -147,7 +174,7 @@ def masked(name: Any, value: Any) -> str:
 def _masked(name: str, text: str) -> str:
     if _nothing_to_mask(name) and _nothing_to_mask(text):  # most values: no rule below can find anything
         return text
-    return MASK if is_secret(name) or names_secret(text) else mask_credentials(text)
+    return MASK if is_secret(name) or names_a_credential(name) or names_secret(text) else mask_credentials(text)
 
 
 _MAX_KEPT = 256  # characters of a value whose masked form is kept: a dry run asks the same of every rank
@@ -169,8 +196,8 @@ def holds_secret(value: Any, inside: bool = False) -> bool:
 
 
 # Every marker word of _SECRET_NAME, lower-case: ASCII text holding none of them cannot match it.
-_MARKER_WORDS = ("token", "secret", "password", "passwd", "passphrase", "key", "credential", "private", "auth",
-                 "cookie", "pat")
+_MARKER_WORDS = ("token", "secret", "password", "passwd", "passphrase", "key", "cred", "private", "auth",
+                 "cookie", "pat", "access", "api")
 
 
 def _nothing_to_mask(text: str) -> bool:
@@ -190,7 +217,7 @@ def _nothing_to_mask(text: str) -> bool:
 _CUE = re.compile("|".join(_MARKER_WORDS) + r"|\$\{|://|bearer|hooks\.slack")
 # Lower-cased words without which no name can say it holds a credential (names_a_credential): the assignment
 # rule of mask_credentials parses nothing else.
-_CREDENTIAL_CUE = re.compile(r"token|secret|passw|passphrase|credential|cookie|key|pat")
+_CREDENTIAL_CUE = re.compile(r"token|secret|passw|passphrase|cred|cookie|key|pat|access|api|auth")
 
 
 def masked_override(override: Any) -> str:
@@ -243,7 +270,7 @@ def masked_text(text: Any, overrides: Iterable[str] = ()) -> str:
 
 # One line of source or configuration that assigns to a name: `api_key = "x"`, `export HF_TOKEN=x`,
 # `"password": "x",`, `WANDB_API_KEY: x` (a diff's +/- first).
-_ASSIGNMENT = re.compile(r"""^(?P<head>[-+ ]?\s*(?:export\s+)?["']?(?P<name>[A-Za-z_][\w.-]*)["']?\s*(?::=|=|:)\s*)"""
+_ASSIGNMENT = re.compile(r"""^(?P<head>[-+ ]?\s*(?:export\s+)?["']?(?P<name>[A-Za-z_][\w.-]*)["']?\s*(?::=|=(?!=)|:)\s*)"""
                          r"""(?P<value>\S.*?)\s*$""")
 
 

@@ -46,7 +46,15 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NoReturn, Optional
 
 from bootstrap.doors.inbound import MAX_DEPTH
-from bootstrap.doors.masking import MASK, is_secret, mask_credentials, masked, masked_line, masked_override
+from bootstrap.doors.masking import (
+    MASK,
+    is_secret,
+    mask_credentials,
+    masked,
+    masked_line,
+    masked_override,
+    names_a_credential,
+)
 
 MIN_SECRET_LEN = 6  # a shorter value ("1", "true") would mask every copy of itself in unrelated text
 _MAX_REMEMBERED = 4096  # a long sweep remembers each job's secrets; the oldest go first
@@ -88,7 +96,7 @@ def remember_vars(variables: Mapping[str, Any]) -> None:
 
 @functools.lru_cache(maxsize=4096)
 def _secret_name(name: str) -> bool:
-    return is_secret(name)
+    return is_secret(name) or names_a_credential(name)
 
 
 def _known_secrets() -> List[str]:
@@ -101,9 +109,12 @@ def _known_secrets() -> List[str]:
 
 
 # -- making text safe -------------------------------------------------------------------------
-# C0 controls but tab and newline, DEL, C1 controls, bidi controls and lone surrogates (which
-# cannot even be encoded, so a file holding one could not be written).
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# C0 controls but tab and newline, DEL, C1 controls (U+0085 among them), the Unicode line and paragraph
+# separators, bidi controls and lone surrogates (which cannot even be encoded, so a file holding one could not be
+# written). Only "\n" ends a line in what the package writes (inbound.lines reads it back so): every other character
+# that str.splitlines() or a YAML reader takes for a line's end (VT, FF, U+0085, U+2028, U+2029) leaves escaped.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                          "\ud800-\udfff]")
 _LINE_BREAKS = re.compile("[\n\t\u2028\u2029\x85]")
 
 
@@ -269,13 +280,17 @@ def make_directory(path: Path) -> None:
     Path(path).mkdir(parents=True, exist_ok=True)
 
 
-def write_bytes(path: Path, data: bytes, *, prefix: Optional[str] = None, suffix: str = "") -> None:
+def write_bytes(path: Path, data: bytes, *, prefix: Optional[str] = None, suffix: str = "",
+                mode: Optional[int] = None, sync: bool = False, parents: bool = True) -> None:
     """Write ``data`` to a temporary file beside ``path``, then rename: readers never see half a file.
+    ``parents``: make ``path``'s directories where they are missing (False: a directory that is gone stays gone,
+    and the write raises FileNotFoundError).
 
     Bytes are not cleaned: only the flight recorder's dumps (torch's own pickled data) and pictures (whose
     texts :func:`bootstrap.pictures.canvas.save` cleans first) go this way."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=prefix or f".{path.name}.", suffix=suffix, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

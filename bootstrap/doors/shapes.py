@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import re
 
-# One alternation of every prefixed token. The lookahead (each token's first character) only skips positions
+# One alternation of every prefixed token; a word character is ASCII's, as in gitleaks' Go patterns (Python's \w
+# would take a dotless i). The lookahead (each token's first character) only skips positions
 # fast: most text holds none of them.
 TOKEN = re.compile(
     r"(?=[ghsxnpAaedrS])\b(?:"
     r"gh[pousr]_[A-Za-z0-9]{20,}"  # github-pat, github-oauth, github-app-token, github-refresh-token
-    r"|github_pat_\w{20,}"  # github-fine-grained-pat
-    r"|gl(?:pat|dt|ft|rt|soat|ffct|imt|agent|oas|ptt)-[\w-]{20,}|glcbt-\w{1,5}_[\w-]{20,}"  # gitlab-*
+    r"|github_pat_[A-Za-z0-9_]{20,}"  # github-fine-grained-pat
+    r"|gl(?:pat|dt|ft|rt|soat|ffct|imt|agent|oas|ptt)-[A-Za-z0-9_-]{20,}"  # gitlab-*
+    r"|glcbt-[A-Za-z0-9_]{1,5}_[A-Za-z0-9_-]{20,}"
     r"|hf_[A-Za-z0-9]{20,}|api_org_[A-Za-z0-9]{20,}"  # huggingface-access-token, -organization-api-token
     r"|sk-[A-Za-z0-9_-]{20,}"  # openai-api-key, anthropic-api-key, anthropic-admin-api-key
     r"|(?:sk|rk)_(?:test|live|prod)_[A-Za-z0-9]{10,}"  # stripe-access-token
@@ -35,13 +37,13 @@ TOKEN = re.compile(
     r"|npm_[A-Za-z0-9]{30,}"  # npm-access-token
     r"|pypi-[A-Za-z0-9_-]{30,}"  # pypi-upload-token
     r"|(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}"  # aws-access-token
-    r"|AIza[\w-]{35}"  # gcp-api-key
+    r"|AIza[A-Za-z0-9_-]{35}"  # gcp-api-key
     # jwt: its first part, as gitleaks' rule, has no "-" or "_", so that a run of "ey-ey-..." is not read again
     # from each "ey" (the only pattern here with a required end after a run)
     r"|ey[A-Za-z0-9]{10,}+\.ey[A-Za-z0-9/\\_-]{10,}+\.[A-Za-z0-9/\\_=-]*+"
     r"|do[opr]_v1_[a-f0-9]{64}|dapi[a-f0-9]{32}"  # digitalocean-*, databricks-api-token
-    r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|SG\.[\w=.-]{66}"  # shopify-*, sendgrid-api-token
-    r"|hv[sb]\.[\w-]{90,}"  # vault-service-token, vault-batch-token
+    r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|SG\.[A-Za-z0-9_=.-]{66}"  # shopify-*, sendgrid-api-token
+    r"|hv[sb]\.[A-Za-z0-9_-]{90,}"  # vault-service-token, vault-batch-token
     r")")
 # A URL that is itself a credential (slack-webhook-url): the path is the secret.
 WEBHOOK = re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{20,}")

@@ -63,10 +63,12 @@ class Tally:
     """The cross-rank checks of one world, fed rank by rank in order."""
 
     def __init__(self, world: int, nodes: int, per_node: int, seed: Optional[int], per_rank_data_seed: bool,
-                 cpus_per_node: Optional[int], gpus_per_node: Optional[int], uses_gpus: bool):
+                 cpus_per_node: Optional[int], gpus_per_node: Optional[int], uses_gpus: bool,
+                 threads_auto: bool = False):
         self.world, self.nodes, self.per_node = world, nodes, per_node
         self.seed, self.per_rank_data_seed = seed, per_rank_data_seed
         self.cpus_per_node, self.gpus_per_node, self.uses_gpus = cpus_per_node, gpus_per_node, uses_gpus
+        self.threads_auto = threads_auto  # the preset's intra_op is auto already: advising it would repeat it
         self.refused: Dict[str, _Spans] = {}  # a start-up refused: its (first) message -> ranks
         self.refused_as: Dict[str, str] = {}  # a message with its numbers blanked -> the first such message
         self.refusals_over = 0  # ranks refused in more ways than are kept
@@ -227,9 +229,17 @@ class Tally:
         return [Finding("threads", ranks,
                         f"node{'s' if len(nodes) > 1 else ''} {nodes.text().removeprefix('ranks ').removeprefix('rank ')}"
                         f" would run {total} intra-op threads on {self.cpus_per_node} CPUs ({total / self.cpus_per_node:.2g}x"
-                        " oversubscribed).",
-                        f"set {PRESET_KEY}.threads.intra_op={max(1, self.cpus_per_node // self.per_node)} "
-                        f"({self.cpus_per_node} CPUs / {self.per_node} ranks), or {PRESET_KEY}.threads.intra_op=auto.")]
+                        " oversubscribed).", self._thread_fix())]
+
+    def _thread_fix(self) -> str:
+        """A fix that removes the finding: never the setting the preset has already, never a count that gives the
+        same finding again (one thread each is already too many when the ranks outnumber the CPUs)."""
+        cpus, per_node = self.cpus_per_node or 1, self.per_node
+        if per_node > cpus:
+            return (f"run at most {cpus} ranks per node (--ranks-per-node {cpus}, more nodes), or ask for nodes with "
+                    f"at least {per_node} CPUs: even one intra-op thread each runs {per_node} threads on {cpus} CPUs.")
+        count = f"set {PRESET_KEY}.threads.intra_op={cpus // per_node} ({cpus} CPUs / {per_node} ranks)"
+        return f"{count}." if self.threads_auto else f"{count}, or {PRESET_KEY}.threads.intra_op=auto."
 
 
 def nodelist_findings(given: Optional[int], nodes: int, nodelist: Optional[str]) -> List[Finding]:

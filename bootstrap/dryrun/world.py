@@ -9,17 +9,19 @@ mapping (:mod:`bootstrap.distributed.rankvars`), submitit's answer is made from 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
-from bootstrap.core import comparison, report, schema, startup
+from bootstrap.core import comparison, report, schema, startup, verdict
 from bootstrap.dryrun.checks import Finding, Tally, mesh_findings, nodelist_findings
 from bootstrap.core.plan import Plan
 from bootstrap.core.versions import Found
 from bootstrap.distributed import mesh as meshes
 from bootstrap.distributed import rankvars
-from bootstrap.distributed.launcher import Launch
-from bootstrap.doors.errors import PRESET_KEY, ConfigError
+from bootstrap.distributed.launcher import LAUNCHERS, Launch
+from bootstrap.doors import inbound
+from bootstrap.doors.errors import PRESET_KEY, BootstrapError, ConfigError
 from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.statuses import JobStatus
 
@@ -80,6 +82,23 @@ class Outcome:
     sampled: bool
     rows: Dict[str, int]  # launcher row -> ranks it detected
     fingerprints: Dict[str, Dict[str, Any]]  # digest -> the ranks that have it and the fingerprint itself
+    warnings: List[str] = dataclasses.field(default_factory=list)  # the job's warnings: an unreadable exclusion file
+
+
+def _listed(preset: schema.EnvConfig, key: str, asked: Asked, layout: Any, base: Mapping[str, str],
+            warnings: List[str]) -> Dict[int, Any]:
+    """Each node of ``--nodelist`` that ``env.nodes.exclude_file`` lists, as the job's own start refuses a rank there
+    (``verdict.listed``, the one source): node index -> the refusal. Only named nodes are asked: placeholders
+    (no --nodelist) are checked on the target (:func:`target_checks`)."""
+    if preset.nodes.exclude_file is None or asked.nodelist is None:
+        return {}
+    found = {}
+    for node, host in enumerate(asked.hosts):
+        refusal = verdict.listed(preset, key, warnings if node == 0 else [], host,
+                                 {**base, **rankvars.rank_vars(layout, node * asked.per_node)}, here=False)
+        if refusal is not None:
+            found[node] = refusal
+    return found
 
 
 def plan_world(session_args: Mapping[str, Any], asked: Asked, shell: Mapping[str, str], found: Found,
@@ -108,7 +127,7 @@ def plan_world(session_args: Mapping[str, Any], asked: Asked, shell: Mapping[str
     own: Any = lambda launch: maker.worker_cpus  # noqa: E731 - the engine's CPUs for each worker, or None
     tally = Tally(asked.world, asked.nodes, asked.per_node, preset.seed,
                   preset.seed_offset is schema.SeedOffset.rank, asked.cpus_per_node, asked.gpus_per_node,
-                  preset.device is schema.Device.cuda)
+                  preset.device is schema.Device.cuda, threads_auto=preset.threads.intra_op == "auto")
     versions = {"python": found.python, "torch": found.torch, "cuda": found.cuda, "cudnn": found.cudnn,
                 "nccl": found.nccl, "hip": found.hip, "bootstrap": found.bootstrap}
     sample, entries = sample_ranks(asked.world, asked.per_node), []
@@ -120,6 +139,9 @@ def plan_world(session_args: Mapping[str, Any], asked: Asked, shell: Mapping[str
     from bootstrap.variables import exportkey
 
     export_key = exportkey.load_or_create()  # the user's key, as each rank's job loads it: read once here
+    lint_stop = verdict.lint_refusal(preset)  # the same on every rank, unless each resolves its own preset
+    warnings: List[str] = []
+    listed = _listed(preset, key, asked, layout, base, warnings)  # node -> the job's refusal there
     with _rank_env_resolver(resolving) if per_rank else contextlib.nullcontext():
         for rank in range(asked.world):
             single_first = maker.rank0_is_the_users and rank == 0
@@ -136,7 +158,12 @@ def plan_world(session_args: Mapping[str, Any], asked: Asked, shell: Mapping[str
                 environ_now = {**environ, **env_set}
                 plan = startup.plan_rank(preset, environ_now, machine, launch, env_set=env_set,
                                          explicit_vars=explicit, output_dir=RUN_DIR, own_cpus=own)
-            except ConfigError as error:
+                stop = (verdict.lint_refusal(preset) if per_rank else lint_stop) or \
+                    next(iter(verdict.late_refusals(plan, environ_now)), None) or \
+                    listed.get(rank // asked.per_node)  # the job's own verdict at its start (before_apply's parts)
+                if stop is not None:
+                    raise stop.exception()
+            except BootstrapError as error:
                 message = str(error).replace(PRESET_KEY, key)
                 tally.refuse(rank, message)
                 if rank in sample or refused_kept < MAX_REFUSED_KEPT:  # bounded, whatever the world
@@ -163,7 +190,7 @@ def plan_world(session_args: Mapping[str, Any], asked: Asked, shell: Mapping[str
     findings = [Finding(f.kind, f.ranks, f.what.replace(PRESET_KEY, key), f.fix.replace(PRESET_KEY, key))
                 for f in findings]  # the preset's place in this app's config
     return Outcome(world=asked.world, nodes=asked.nodes, per_node=asked.per_node, launcher=asked.launcher,
-                   nodelist=layout.nodelist, mesh=shape, findings=findings, entries=entries,
+                   nodelist=layout.nodelist, mesh=shape, findings=findings, entries=entries, warnings=warnings,
                    target_checks=target_checks(preset, key), scale=scale(preset, asked, store),
                    sampled=asked.world > MAX_ENTRIES, rows=rows,
                    fingerprints={digest: {"ranks": spans.text(asked.world), "fingerprint": prints}
@@ -236,7 +263,7 @@ def _real_mesh(build_mesh: Any, shape: Dict[str, int], asked: Asked, entries: Li
     try:
         real = build_mesh(shape, asked.world, ranks)
     except Exception as error:  # noqa: BLE001 - torch's own refusal is the finding
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        first = inbound.first_line(error) if str(error) else type(error).__name__
         return [Finding("mesh", f"ranks {', '.join(map(str, ranks))}", f"torch's DeviceMesh {shape} over "
                         f"{asked.world} ranks raises: {type(error).__name__}: {first[:300]}",
                         f"change {PRESET_KEY}.distributed.mesh.")]
@@ -280,6 +307,8 @@ def target_checks(preset: schema.EnvConfig, key: str) -> List[str]:
         wanted.append(f"NCCL's network is {preset.preflight.network.value} ({key}.preflight.network)")
     floors = [(f, getattr(preset.preflight, f)) for f in ("min_tflops", "min_busbw_gbps", "min_node_busbw_gbps")]
     wanted += [f"preflight {f} >= {v:g}" for f, v in floors if v is not None]
+    if preset.nodes.exclude_file is not None:
+        wanted.append(f"each node's host not listed in {key}.nodes.exclude_file (named here with --nodelist)")
     return wanted
 
 
@@ -372,8 +401,12 @@ def compare(predicted: Mapping[str, Any], real: Mapping[str, Any], run_dir: str,
 
     out: List[str] = []
     ours, theirs = predicted["distributed"], real["distributed"]
+    # rank 0 of a world its framework made from rank 0's own process after the start (Lightning): planned as one
+    # process, as it starts; its report says the world it became (bootstrap.core.joined), which no plan predicts
+    joined = ours.get("launcher") == "single" and theirs.get("rank") == 0 and (theirs.get("world_size") or 1) > 1 \
+        and theirs.get("launcher") in {row.name for row in LAUNCHERS if row.started_by_rank0}
     for name in ("launcher", "rank", "local_rank", "world_size", "local_world_size", "node_rank"):
-        if ours.get(name) != theirs.get(name):
+        if ours.get(name) != theirs.get(name) and not joined:
             out.append(f"distributed.{name}: predicted {ours.get(name)!r}, ran {theirs.get(name)!r}")
     if theirs.get("mesh") is not None and ours.get("mesh") != theirs["mesh"]:
         out.append(f"distributed.mesh: predicted {ours.get('mesh')}, ran {theirs['mesh']}")

@@ -24,7 +24,7 @@ import re
 import socket
 from dataclasses import field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from bootstrap.doors import inbound
 from bootstrap.doors.lean import lean_dataclass
@@ -166,13 +166,15 @@ def _link_layer(devices: List[Tuple[str, str]]) -> Optional[str]:
 def lines(text: str) -> List[str]:
     """``text``'s lines (split at newlines only: a carriage return inside a line does not start another), each
     no longer than :data:`MAX_LINE` (a longer one is dropped whole)."""
-    return [line.rstrip("\r") for line in text.split("\n") if len(line) <= MAX_LINE]
+    return [line for line in inbound.lines(text) if len(line) <= MAX_LINE]
 
 
-def processes(text: str) -> List[Process]:
-    """Every process that wrote NCCL lines in ``text``, in the order each first spoke."""
+def processes(text: str, over: Optional[Dict[str, int]] = None) -> List[Process]:
+    """Every process that wrote NCCL lines in ``text``, in the order each first spoke; the first
+    :data:`MAX_PROCESSES`, the others counted in ``over["processes"]`` (where given) and never judged."""
     found: Dict[Tuple[str, int], Process] = {}
     bare: Optional[str] = None  # "NCCL version 2.19.3+cuda12.3", which rank 0 prints on its own before NCCL 2.20
+    counted: Set[Tuple[str, int]] = set()  # processes past the bound, each counted once
     for line in lines(text):
         if "NCCL " not in line:
             continue
@@ -185,6 +187,9 @@ def processes(text: str) -> List[Process]:
         process = found.get((host, pid))
         if process is None:
             if len(found) >= MAX_PROCESSES:
+                if over is not None and (host, pid) not in counted:
+                    counted.add((host, pid))
+                    over["processes"] = over.get("processes", 0) + 1
                 continue
             process = found[(host, pid)] = Process(host=host, pid=pid)
         _said(process, text.strip())
@@ -294,9 +299,16 @@ def read_text(directory: Path, pid: int, host: Optional[str] = None) -> str:
     return inbound.read_own_log_lines(directory / name, MAX_LOG_BYTES)
 
 
-def read_named(path: Path) -> str:
-    """A log a person named (``bootstrap doctor --nccl-log FILE``): whole lines within the bound, whoever wrote it."""
+def read_named(path: Path) -> Tuple[str, int]:
+    """A log a person named (``bootstrap doctor --nccl-log FILE``): whole lines within the bound, whoever wrote it,
+    and the file's size (past :data:`MAX_LOG_BYTES`, the rest was not read)."""
     return inbound.read_log_lines(path, MAX_LOG_BYTES)
+
+
+def openable(path: Path) -> None:
+    """Raises :class:`~bootstrap.doors.inbound.Unreadable`, saying why, where :func:`read_named` could not read the
+    file at all (absent, a directory, a FIFO, no permission); reads nothing."""
+    inbound.read_log_lines(path, 0)
 
 
 def read(directory: Path, pid: int, host: Optional[str] = None) -> Network:

@@ -11,6 +11,12 @@ Two moments (docs/fabrics.md):
 
 Every finding is one line: the rank and host, what NCCL said (quoted, made visible), what was expected, the
 likely cause and the fix. The rule's source is kept beside it (:data:`SOURCES`); docs/fabrics.md lists them.
+
+**A verdict from evidence.** A finding stops the job (``stops``, under ``preflight.mode=error``) only where NCCL's
+own lines show what is wrong: another network, a plugin that failed, sockets or a virtual interface between nodes,
+channels without GPUDirect RDMA, fewer NICs than the instance has. A risk that the log does not show (a version
+rule: NCCL older than 2.21 on RoCE without ``NCCL_IB_GID_INDEX``, a stale variable) is a warning, unless NCCL's
+own words show it happened (error 12, the timeout a wrong GID gives).
 """
 
 from __future__ import annotations
@@ -186,16 +192,23 @@ def judge(fabric: str, processes: Sequence[Process], variables: Mapping[str, str
         findings += _process(fabric, process, spans_nodes, gdr)
     ofi = next((p.ofi_version for p in processes if p.ofi_version), None)
     libfabric = next((p.libfabric_version for p in processes if p.libfabric_version), None)
-    if ofi is not None or fabric != "aws_efa":
-        findings += [FabricFinding(line) for line, definite in stale(fabric, variables, ofi, libfabric) if definite]
+    if ofi is not None or fabric != "aws_efa":  # a version rule, which no line of NCCL's shows failing: a warning
+        findings += [FabricFinding(line, stops=False) for line, definite in stale(fabric, variables, ofi, libfabric)
+                     if definite]
     if fabric == "roce" and "NCCL_IB_GID_INDEX" not in variables:
         nccl = next((p.nccl_version for p in processes if p.nccl_version), None)
+        timed_out = next((line for p in processes for line in p.failures if _ERROR_12.search(line)), None)
         if gid_index_needed(nccl):
+            said = f"NCCL said {quoted(timed_out)}: " if timed_out else ""
             findings.append(FabricFinding(
-                f"NCCL {outbound.shown(nccl, limit=32)} does not select the RoCE v2 GID itself (NCCL >= 2.21 does), "
-                "and NCCL_IB_GID_INDEX is unset: its connections time out with error 12 (NVIDIA/nccl#426). Set "
-                "NCCL_IB_GID_INDEX=3 (RoCE v2; show_gids names the index), or use NCCL >= 2.21"))
+                f"{said}NCCL {outbound.shown(nccl, limit=32)} does not select the RoCE v2 GID itself (NCCL >= 2.21 "
+                "does), and NCCL_IB_GID_INDEX is unset: its connections " + ("timed out" if timed_out else "may time "
+                "out") + " with error 12 (NVIDIA/nccl#426). Set NCCL_IB_GID_INDEX=3 (RoCE v2; show_gids names the "
+                "index), or use NCCL >= 2.21", stops=timed_out is not None))  # a risk; a stop once NCCL says it
     return findings
+
+
+_ERROR_12 = re.compile(r"with (?:error |status=)12\b")  # NCCL's words for an IB/RoCE timeout
 
 
 def _process(fabric: str, process: Process, spans_nodes: bool, gdr: bool) -> List[FabricFinding]:
@@ -241,11 +254,19 @@ def _channels(fabric: str, process: Process, spans_nodes: bool, gdr: bool, expec
         findings.append(_finding(process, f"NCCL said {quoted(sockets[0])}: sockets between nodes; expected "
                                           f"{expected}: {_cause(fabric, 'socket', process)}"))
     virtual = [name for name in process.socket_devices if VIRTUAL_INTERFACES.match(name)]
-    if spans_nodes and virtual and process.socket_line and (fabric == "socket" or process.network.kind == "socket"):
-        findings.append(_finding(process, f"NCCL said {quoted(process.socket_line)}: {', '.join(virtual)} "
-                                          "cannot reach another node; expected the node's own network interface: "
-                                          "set NCCL_SOCKET_IFNAME to it (NCCL_SOCKET_IFNAME=eth0, or "
-                                          "=^lo,docker,virbr to leave those out)"))
+    socket_line = process.socket_line or ""
+    sockets_chosen = bool(socket_line) and (fabric == "socket" or process.network.kind == "socket")
+    fix = ("expected the node's own network interface: set NCCL_SOCKET_IFNAME to it (NCCL_SOCKET_IFNAME=eth0, or "
+           "=^lo,docker,virbr to leave those out)")
+    if sockets_chosen and spans_nodes and virtual:
+        findings.append(_finding(process, f"NCCL said {quoted(socket_line)}: {', '.join(virtual)} "
+                                          f"cannot reach another node; {fix}"))
+    elif sockets_chosen and "lo" in process.socket_devices:
+        # A fabric preset says the job spans nodes, and loopback never leaves this host: a finding where this log
+        # shows one host too, a warning there (a stop needs the job seen across nodes, above).
+        findings.append(FabricFinding(
+            f"{process.who}: NCCL said {quoted(socket_line)}: lo never leaves this host, and env/fabric="
+            f"{fabric} is for a job across nodes; {fix}", rank=process.rank, stops=False))
     nets = [line for line in process.channel_lines if " via NET/" in line and " via NET/Socket" not in line]
     if fabric == "aws_efa":  # GPUDirect RDMA over EFA only on the instance types that have it (p4d and later)
         gdr = gdr and process.platform in AWS_NICS
@@ -299,7 +320,7 @@ def _cause(fabric: str, got: Optional[str], process: Process) -> str:
         return (f"{plugin} did not load: plugin not on LD_LIBRARY_PATH (/usr/local/nvidia/lib64 on GKE), or its "
                 "receive-datapath manager (RxDM / tcpx daemon) is not running on the node")
     if fabric in ("ib", "roce"):
-        if re.search(r"with (?:error |status=)12", failures):
+        if _ERROR_12.search(failures):
             return ("error 12 is a timeout: the NICs cannot reach each other (NVIDIA/nccl#426). On RoCE v2 set "
                     "NCCL_IB_GID_INDEX=3 (show_gids names the index), or use NCCL >= 2.21's automatic GID; on a "
                     "rail-only fabric, NCCL_CROSS_NIC=0")

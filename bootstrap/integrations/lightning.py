@@ -64,6 +64,9 @@ class BootstrapLogging(Callback):
         session = active_session()
         if session is None:  # no bootstrap in this job: nothing to log, and nothing to say
             return
+        from bootstrap.core import joined  # rank 0, one process at its start, is rank 0 of the world now
+
+        joined.now(session)
         phases.mark("setup")
         try:  # every rank, now that Lightning's DDP has made its process group: the check it came too late for
             if session.preflight_now() is not None:

@@ -77,7 +77,11 @@ def draw_from(stream: BinaryIO, path: Path, what: str, figure: Callable[[Any], O
         if drawn is None:
             outbound.say(f"bootstrap: {what}: {canvas.MISSING}", err=True, one_line=True)
             return 1
-        canvas.save(drawn, path)
+        if not path.parent.is_dir():  # the job's directory was deleted after the job: never made again
+            return 0
+        canvas.save(drawn, path, parents=False)
+        return 0
+    except FileNotFoundError:  # deleted while this process drew: the same
         return 0
     except Exception as error:  # noqa: BLE001 - whatever it is, one line: the job goes on without its picture
         outbound.say(f"bootstrap: {what}: no picture in {path}: {type(error).__name__}: {error}", err=True,

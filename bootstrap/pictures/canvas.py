@@ -43,8 +43,9 @@ def texts(figure: Any) -> list:
     return list(figure.findobj(Text))
 
 
-def save(figure: Any, path: Path) -> None:
-    """Write ``figure`` to ``path`` (.png or .svg), its texts cleaned first; atomically, as every file."""
+def save(figure: Any, path: Path, parents: bool = True) -> None:
+    """Write ``figure`` to ``path`` (.png or .svg), its texts cleaned first; atomically, as every file.
+    ``parents``: make its directory where it is missing (False: FileNotFoundError)."""
     path = Path(path)
     if path.suffix not in FORMATS:
         raise ValueError(f"{path.name}: a picture is .png or .svg")
@@ -58,7 +59,7 @@ def save(figure: Any, path: Path) -> None:
             axis.set_minor_formatter(_cleaning(axis.get_minor_formatter()))
     buffer = io.BytesIO()
     figure.savefig(buffer, format=FORMATS[path.suffix], metadata=_no_software_metadata(path.suffix))
-    outbound.write_bytes(path, buffer.getvalue())
+    outbound.write_bytes(path, buffer.getvalue(), parents=parents)
 
 
 def _cleaning(inner: Any) -> Any:

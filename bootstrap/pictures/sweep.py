@@ -65,7 +65,35 @@ def figure(panels: Sequence[Panel], objective: str, mode: str) -> Optional[Any]:
             axes.set_ylabel(outbound.cut(f"{objective} ({better} is better)", 60))
         if panel.best is not None and not any(a.get_legend() for a in shown.axes):
             axes.legend(loc="best", fontsize="small")
+    _no_crowded_ticks(shown, [axes for axes, panel in zip(shown.axes, drawn, strict=True) if panel.numeric])
     return shown
+
+
+GAP_PT = 4.0  # the least space between two tick labels on a numeric axis, in points
+
+
+def _no_crowded_ticks(shown: Any, numeric: Sequence[Any]) -> None:
+    """No two tick labels of a numeric axis touch (``0.0010.002``): laid out as the file will be, each axis whose
+    labels would touch gets fewer ticks, measured again, until none do (the labels' own extents, from matplotlib's
+    layout, never a guess at the font)."""
+    from matplotlib import ticker
+
+    for axes in numeric:
+        for _ in range(6):
+            shown.draw_without_rendering()  # ticks, their texts and the layout, as saving makes them
+            renderer = shown._get_renderer()
+            boxes = sorted((label.get_window_extent(renderer) for label in axes.xaxis.get_ticklabels()
+                            if label.get_visible() and label.get_text()), key=lambda box: box.x0)
+            gap = GAP_PT * shown.dpi / 72
+            if all(left.x1 + gap <= right.x0 for left, right in zip(boxes, boxes[1:], strict=False)):
+                break
+            fewer = max(1, len(boxes) // 2)
+            if axes.get_xscale() == "log":
+                axes.xaxis.set_major_locator(ticker.LogLocator(numticks=fewer + 1))
+            else:
+                axes.xaxis.set_major_locator(ticker.MaxNLocator(nbins=fewer, min_n_ticks=1))
+            axes.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:.3g}"))
+            axes.minorticks_off()
 
 
 def _panel(axes: Any, panel: Panel) -> None:

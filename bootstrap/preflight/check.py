@@ -147,7 +147,7 @@ def _collectives(request: Request, record: records.Preflight, own: RankFigures, 
             fabric_found: List[Finding] = []
             if request.fabric != "none" and request.backend == "nccl":  # issue 40: every rank judges every rank's
                 spans = len(set(node_of_rank)) > 1  # own log, gathered, so that all agree
-                lines = fabric_check.own_findings(request, log[0], os.environ, spans) if log else []
+                lines = fabric_check.own_findings(request, log[0], os.environ, spans, notes) if log else []
                 fabric_found = fabric_check.agreed(meeting, world_group, request.device, lines)
             members = measure.node_members(node_of_rank)
             for number, ranks in enumerate(members):  # every rank makes every node's group, in one order

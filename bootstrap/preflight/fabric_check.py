@@ -63,12 +63,16 @@ def own_log(request: "Request", environ: Mapping[str, str]) -> Tuple[Optional[st
         return None, f"NCCL's log was not read: {error}"
 
 
-def own_findings(request: "Request", text: str, environ: Mapping[str, str], spans_nodes: bool) -> List[str]:
-    """This rank's fabric findings from its own log, each one line naming this rank and host."""
+def own_findings(request: "Request", text: str, environ: Mapping[str, str], spans_nodes: bool,
+                 warnings: Optional[List[str]] = None) -> List[str]:
+    """This rank's fabric findings from its own log that stop the job, each one line naming this rank and host (the
+    ones every rank gathers); the rest, the risks the log does not show, go to ``warnings`` (this rank's own)."""
     processes = nccl_log.processes(text)
     for process in processes:  # the log is this process's: its rank and host are known, whatever NCCL printed
         process.rank, process.host = request.rank, request.host or process.host
     found = fabric_rules.judge(request.fabric, processes, environ, spans_nodes, request.fabric_gdr)
+    if warnings is not None:
+        warnings += [f"fabric: {finding.message}".replace("; ", ", ") for finding in found if not finding.stops]
     return [finding.message for finding in found if finding.stops][:MAX_LINES]
 
 

@@ -306,7 +306,7 @@ def free_bytes(device: str) -> Optional[int]:
         text = inbound.read_text("/proc/meminfo", 64 * 1024)
     except inbound.Unreadable:
         return None
-    for line in text.splitlines():
+    for line in inbound.lines(text):
         name, _, value = line.partition(":")
         if name == "MemAvailable" and value.split()[:2][-1:] == ["kB"] and value.split()[0].isdigit():
             return int(value.split()[0]) * 1024

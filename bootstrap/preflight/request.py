@@ -89,8 +89,10 @@ def planned(request: Request) -> records.Preflight:
 
 
 def capped(record: records.Preflight) -> List[str]:
-    """The sizes the check did not measure, and why (its note's parts that say so): warnings of the job."""
-    return [part for part in (record.note or "").split("; ") if ".preflight.sizes_mb: " in part]
+    """The sizes the check did not measure, and why, and the fabric's risks that NCCL's log does not show (its
+    note's parts that say so): warnings of the job."""
+    return [part for part in (record.note or "").split("; ")
+            if ".preflight.sizes_mb: " in part or part.startswith("fabric: ")]
 
 
 def stops(record: records.Preflight) -> bool:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from bootstrap.doors import inbound
+from bootstrap.doors import inbound, masking
 
 _SEPARATORS = re.compile(r"[-_.]+")
 
@@ -53,7 +53,7 @@ def _from_file(directory: Path, name: str) -> Tuple[str, str]:
             head = inbound.read_log_head(directory / file, 64 * 1024)
         except (OSError, inbound.Unreadable):
             continue
-        headers = dict(line.split(": ", 1) for line in head.splitlines()[:40] if ": " in line)
+        headers = dict(line.split(": ", 1) for line in inbound.lines(head)[:40] if ": " in line)
         return headers.get("Name", name), headers.get("Version", "")
     return "", ""
 
@@ -64,14 +64,31 @@ def digest(lines: Iterable[str]) -> str:
 
 
 def text(lines: List[str]) -> str:
-    """packages.txt's content: one ``name==version`` a line."""
-    return "".join(f"{line}\n" for line in lines)
+    """packages.txt's content: one ``name==version`` a line, each version as it may be shown (:func:`shown_version`)."""
+    shown = []
+    for line in lines:
+        name, separator, version = line.partition("==")
+        shown.append(f"{name}=={shown_version(name, version)}" if separator else line)
+    return "".join(f"{line}\n" for line in shown)
+
+
+def shown_version(name: str, version: str) -> str:
+    """A package's version as it may be shown: a version's shape (PEP 440) is shown whatever the package's name
+    (``google-auth``, ``fastapi``: a keyword in a name says nothing of a version); anything else is a value stored
+    under the name, masked as one (``my-api-key==<a token>``)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(version)
+        return version
+    except InvalidVersion:
+        return masking.masked(name, version)
 
 
 def parse(content: str) -> Dict[str, str]:
     """packages.txt -> {name: version}; a line that is not ``name==version`` is skipped."""
     found = {}
-    for line in content.splitlines():
+    for line in inbound.lines(content):  # "\n" alone ends a line: a name holding U+2028 is one line, escaped
         name, separator, version = line.strip().partition("==")
         if separator and name and version:
             found[normalized(name)] = version

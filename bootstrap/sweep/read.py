@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -212,6 +213,40 @@ def sweepers_directions(job_dirs: Iterable[Path]) -> Optional[Tuple[str, ...]]:
             continue
         return sweepers.directions(hydra_cfg.get("sweeper")) if isinstance(hydra_cfg, dict) else None
     return None
+
+
+_MODE = re.compile(r"^  mode: (\w{1,16})$", re.MULTILINE)  # hydra.yaml's ``hydra.mode``: RUN or MULTIRUN
+
+
+def not_a_sweep(sweep_dir: Path, job_dirs: Sequence[str]) -> Optional[str]:
+    """Why ``bootstrap summary`` must not sum these up as one sweep, told from what Hydra recorded, where no
+    ``multirun.yaml`` says it (:func:`bootstrap.sweep.walk.not_one_sweep`; another sweeper, Optuna's, writes none):
+    ``sweep_dir`` is a single run's own directory; jobs Hydra recorded as single runs (``hydra.mode: RUN`` in their
+    ``.hydra/hydra.yaml``, as lightning-hydra-template's ``logs/train/runs/<time>``) beside a sweep's; or sweep jobs
+    below more than one directory (each sweep's jobs are its directory's children). None: one sweep, single runs
+    gathered by hand alone, or nothing recorded says otherwise."""
+    if (Path(sweep_dir) / ".hydra").is_dir():
+        return f"{sweep_dir} is a single run's directory (it holds Hydra's .hydra itself), not a sweep's"
+    single, parents = 0, set()
+    for job_dir in job_dirs:
+        try:
+            mode = _MODE.search(inbound.read_text(Path(job_dir) / ".hydra" / "hydra.yaml", MAX_HYDRA_BYTES))
+        except Unreadable:
+            continue
+        if mode and mode.group(1) == "RUN":
+            single += 1
+        elif mode:
+            parents.add(os.path.dirname(job_dir))
+    if (not single or not parents) and len(parents) < 2:  # one sweep; or single runs alone (gathered by hand)
+        return None
+    shown = ", ".join(os.path.relpath(p, sweep_dir) for p in sorted(parents)[:3]) + \
+        (", ..." if len(parents) > 3 else "")
+    sweeps = f"the jobs of {len(parents)} sweeps ({shown})" if len(parents) > 1 else "a sweep's jobs"
+    return f"{sweep_dir} is not one sweep's directory: it holds {sweeps}" + (
+        f" and {single} single run{'s' if single != 1 else ''} (hydra.mode RUN)" if single else "")
+
+
+MAX_HYDRA_BYTES = 1 << 20  # Hydra's record of a job's config (hydra.yaml): a few KiB
 
 
 def jobs(sweep_dir: Path) -> Tuple[List[Job], int]:

@@ -69,7 +69,8 @@ def write(sweep_dir: Path, objective: Optional[str] = None, mode: Optional[str] 
     found, older = walk.latest(sweep_dir)
     if standalone and not found:
         raise NoJobs(render.one_line(f"{sweep_dir} holds no job of a sweep (no <job>/.hydra/overrides.yaml below it)"))
-    mixed = walk.not_one_sweep(sweep_dir) if standalone else None
+    mixed = (walk.not_one_sweep(sweep_dir) or read.not_a_sweep(sweep_dir, [job for job, _ in found])) if standalone \
+        else None
     if mixed:  # a mixed table would mislead, and its files would land among other runs': nothing is written
         raise NoJobs(render.one_line(mixed))
     if standalone and directions is None:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, cast
 import yaml
 
 from bootstrap.core import compose, presets
-from bootstrap.doors import outbound
+from bootstrap.doors import inbound, outbound
 from bootstrap.doors.masking import holds_secret, is_secret, masked_line, masked_override
 from bootstrap.doors.overrides import split, typed_values
 from bootstrap.doors.records import Report
@@ -159,7 +159,7 @@ def check_loads(text: str, name: str, conf_dir: Optional[Path] = None) -> None:
     except Exception as error:  # noqa: BLE001 - Hydra's, OmegaConf's and the schema's errors alike
         # Hydra's first line says where ("In 'env/mine': ConfigKeyError raised while composing config:"),
         # the next what ("Key 'bogus' not in 'Threads'"), and a later one the key ("full_key: env.threads.bogus").
-        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        lines = [line.strip() for line in inbound.lines(str(error)) if line.strip()]
         picked = lines[:2] + [line for line in lines[2:] if line.startswith("full_key:")][:1]
         reason = one_line(masked_line(" ".join(picked))) if picked else type(error).__name__
         raise TuneError(f"the tuned preset would not load ({reason[:300]}); nothing was written. "

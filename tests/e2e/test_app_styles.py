@@ -241,7 +241,7 @@ def test_the_doctor_names_what_is_missing_without_a_doubled_period():
     assert proc.returncode == 2 and TRACEBACK not in proc.stderr
     assert "no primary config 'train'" in proc.stderr and "add --module <its module>" in proc.stderr
     proc = doctor("--module", "app", "--config-name", "train_with_env", "env=no_such_preset")
-    assert proc.returncode == 2 and "unknown preset 'no_such_preset'. Presets that exist: " in proc.stderr
+    assert proc.returncode == 1 and "unknown preset 'no_such_preset'. Presets that exist: " in proc.stderr  # as the job
     for text in (doctor("--config-name", "train").stderr, proc.stderr):
         assert ".." not in text
     proc = doctor("--module", "no_such_module")

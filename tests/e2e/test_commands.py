@@ -87,7 +87,19 @@ def test_bootstrap_doctor_and_python_dash_m_are_the_same_command(no_numpy):
 
 def test_an_unknown_command_says_what_there_is_and_help_is_not_an_error(no_numpy):
     done = _run([str(BIN / "bootstrap"), "train"], no_numpy)
-    assert done.returncode == 2
-    assert f"usage: bootstrap {{{','.join(COMMANDS)}}}" in done.stderr
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "unknown command train" in done.stderr and all(name in done.stderr for name in COMMANDS)
+    near = _run([str(BIN / "bootstrap"), "doctr"], no_numpy)
+    assert near.returncode == 2 and "did you mean bootstrap doctor?" in near.stderr, near.stderr
     helped = _run([str(BIN / "bootstrap"), "--help"], no_numpy)
-    assert helped.returncode == 0 and helped.stdout.startswith("usage: bootstrap {") and helped.stderr == ""
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: bootstrap COMMAND") and helped.stderr == ""
+    for name, (_, purpose) in COMMANDS.items():  # a purpose per command
+        assert f"  {name}" in helped.stdout and purpose in helped.stdout
+
+
+def test_a_command_piped_into_a_reader_that_leaves_ends_without_a_traceback(no_numpy):
+    # `bootstrap schema | head`: head leaves after its lines; the command must not print BrokenPipeError's traceback
+    done = subprocess.run(f"'{BIN / 'bootstrap'}' schema | head -1", shell=True, capture_output=True, text=True,
+                          env=no_numpy, cwd=ROOT, timeout=180)
+    assert done.stdout.strip() == "{" and "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, \
+        done.stderr

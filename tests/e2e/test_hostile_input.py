@@ -60,9 +60,9 @@ def test_hydras_message_for_a_failed_task_is_masked(tmp_path):
     assert json.loads((tmp_path / "bootstrap.json").read_text())["job"]["status"] == "failed"
 
 
-def test_env_auto_names_the_form_that_works_when_a_variable_is_set_without_plus(tmp_path):
-    proc = run([str(STUB), f"hydra.run.dir={tmp_path}", "env=auto", "env.vars.MY_FLAG=1", "train.steps=0"])
-    assert proc.returncode == 1 and "+env.vars.MY_FLAG=1" in proc.stderr
-    ok = run([str(STUB), f"hydra.run.dir={tmp_path}", "env=auto", "+env.vars.MY_FLAG=1", "train.steps=0"])
-    assert ok.returncode == 0, ok.stderr
-    assert json.loads((tmp_path / "bootstrap.json").read_text())["vars"]["MY_FLAG"]["source"] == "override"
+def test_env_auto_takes_a_variable_with_or_without_plus(tmp_path):
+    # the free-form map takes a new key without '+' on every preset, env=auto's included (issue 45)
+    for form in ("env.vars.MY_FLAG=1", "+env.vars.MY_FLAG=1"):
+        ok = run([str(STUB), f"hydra.run.dir={tmp_path}", "env=auto", form, "train.steps=0"])
+        assert ok.returncode == 0, ok.stderr
+        assert json.loads((tmp_path / "bootstrap.json").read_text())["vars"]["MY_FLAG"]["source"] == "override"

@@ -220,10 +220,15 @@ def test_sweep_ranks_jobs_by_return_and_tune_keeps_the_best(tmp_path):
         "intra_op"] == highest
 
 
-def test_ddp_rank0_saw_a_single_process_at_start(ddp_run):
-    # Rank 0's bootstrap runs before Lightning decides to start ranks: it cannot know.
-    dist = ddp_run.report()["distributed"]
-    assert (dist["launcher"], dist["world_size"]) == ("single", 1), dist
+def test_ddp_rank0_ends_as_rank0_of_lightnings_world_and_says_its_threads_did_not_fit(ddp_run):
+    # Rank 0's bootstrap runs before Lightning decides to start ranks: at its start it is one process, with every CPU.
+    # Once Lightning's group exists it is rank 0 of the world (issue 45): its report says so, as rank 1's does, and,
+    # without the callback that gives it its share in time, its end warns that the node ran more threads than CPUs.
+    report = ddp_run.report()
+    dist = report["distributed"]
+    assert (dist["launcher"], dist["rank"], dist["world_size"], dist["local_world_size"]) == ("lightning", 0, 2, 2)
+    (said,) = [w for w in report["warnings"] if w.startswith("threads: rank 0 ran")]
+    assert f"ran {report['threads']['intra_op']} intra-op threads" in said and "BootstrapLogging" in said
 
 
 def test_ddp_rank1_knows_lightning_started_it(ddp_run):
@@ -280,10 +285,14 @@ def test_ddp_rank1_logs_to_its_own_file(ddp_run):
     assert rank0_text.count("cpu_debug") >= 1 and "rank 1 of 2" not in rank0_text
 
 
-def test_the_apps_own_seed_is_recorded(number_run):
-    # The bootstrap seeds with env.seed (0); then the app calls L.seed_everything(12345).
-    seed = number_run.report()["seed"]
-    assert seed["value"] == 0 and seed.get("task_seed") == 12345, seed
+def test_the_apps_own_seed_wins_over_the_presets_and_is_said_once(number_run):
+    # The app's config says seed: 12345 (it calls L.seed_everything(12345)): that wins over the preset's env.seed=0
+    # (issue 45), so the bootstrap seeds what the app seeds, and the app's re-seed changes nothing.
+    report = number_run.report()
+    assert report["seed"]["value"] == 12345 and report["seed"].get("task_seed") is None, report["seed"]
+    said = "env.seed: the app's own seed=12345 wins over the preset's env.seed=0"
+    assert any(w.startswith(said) for w in report["warnings"])
+    assert (number_run.stdout + number_run.stderr).count(said) == 1
 
 
 # -- ranks that disagree: Lightning starts rank 1 itself, which compares with rank 0's report ---------
@@ -337,6 +346,8 @@ def test_diff_here_of_a_lightning_run_leaves_out_what_lightning_set_and_finds_no
                           capture_output=True, text=True, env=clean_env(), cwd=ddp_run.out_dir.parent, timeout=TIMEOUT)
     assert proc.returncode == 0 and "no differences" in proc.stdout, proc.stdout + proc.stderr
     assert f"left out: {NVML} (set by the run's own process" in proc.stdout, proc.stdout
+    # rank 0's world, which Lightning made after the job started (issue 45), is no fact the preview can know
+    assert "not compared: the launch (launcher, world_size" in proc.stdout, proc.stdout
     as_json = subprocess.run([sys.executable, "-m", "bootstrap", "diff", str(ddp_run.out_dir), "--here", "--json",
                               *conf], capture_output=True, text=True, env=clean_env(), cwd=ddp_run.out_dir.parent,
                              timeout=TIMEOUT)
@@ -479,6 +490,9 @@ def test_ddp_a_slow_rank_is_named_on_every_rank_under_warn_and_the_job_trains(tm
         assert _names_rank1_slow(check), (name, check)
         assert f"preflight: {check['findings'][0]['message']}" in report["warnings"]
         assert report["timings"]["preflight_s"] == check["seconds"] > 0
+        dist = report["distributed"]  # rank 0 is rank 0 of the world from the trainer's setup on (issue 45)
+        assert (dist["launcher"], dist["world_size"]) == ("lightning", 2), dist
+        assert not any(w.startswith("threads: rank 0 ran") for w in report["warnings"])  # its share, in time
         # the task's phases through the callback alone (issue 49): Lightning's hooks mark them on every rank
         names = [phase["name"] for phase in report["timings"]["phases"]]
         assert names[names.index("hand_off"):] == ["hand_off", "setup", "preflight", "first_collective", "preflight",

@@ -138,6 +138,14 @@ def test_bootstrap_summary_of_a_directory_holding_single_runs_and_a_sweep_exits_
     assert proc.stderr.startswith(f"bootstrap summary: SWEEP_DIR {logs} is not one sweep's directory: it holds the "
                                   "jobs of 1 sweep(s) (multiruns/t1) and 1 single run(s): give the sweep's directory")
     assert not list(logs.glob("sweep_summary*")) and proc.stdout == ""
+    # issue 45: a sweeper that writes no multirun.yaml (Optuna's), and a single run's own directory: Hydra's record
+    (logs / "multiruns" / "t1" / "multirun.yaml").unlink()
+    proc = _run(["-m", "bootstrap", "summary", str(logs)], tmp_path)
+    assert proc.returncode == 2 and "and 1 single run (hydra.mode RUN)" in proc.stderr, proc.stderr
+    proc = _run(["-m", "bootstrap", "summary", str(logs / "runs" / "t0")], tmp_path)
+    assert proc.returncode == 2 and "is a single run's directory" in proc.stderr, proc.stderr
+    assert not list(logs.glob("sweep_summary*")) and not list((logs / "runs" / "t0").glob("sweep_summary*"))
+    shutil.copy(thread_sweep / "multirun.yaml", logs / "multiruns" / "t1")
     shutil.copytree(thread_sweep, logs / "multiruns" / "t2")  # two sweeps, no single run: refused as well
     shutil.rmtree(logs / "runs")
     proc = _run(["-m", "bootstrap", "summary", str(logs / "multiruns")], tmp_path)

@@ -72,6 +72,28 @@ def mlflow_job(tmp_path_factory):
     return proc, runs, work
 
 
+def _docs_snippet(starts: str) -> str:
+    """docs/trackers.md's python block that starts with ``starts``, as written."""
+    page = (Path(__file__).parents[2] / "docs" / "trackers.md").read_text()
+    (block,) = [b.split("\n```", 1)[0] for b in page.split("```python\n")[1:] if b.startswith(starts)]
+    return block
+
+
+def _run_snippet(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=clean_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_the_docs_mlflow_read_back_runs_as_written_on_an_apps_own_experiment(mlflow_job):
+    # the app's runs are in its own experiment ("tracker-app", as lightning-hydra-template's MLFlowLogger makes one),
+    # not in the default experiment 0 the snippet once read (IndexError) (issue 45)
+    _, _, work = mlflow_job
+    done = _run_snippet(_docs_snippet("from mlflow import MlflowClient"), work)
+    assert "bootstrap/preset = cpu_debug" in done.stdout and "['bootstrap.json']" in done.stdout, done.stdout
+
+
 def test_mlflow_is_told_of_the_provider_by_the_installed_package():
     from importlib.metadata import entry_points
 
@@ -157,6 +179,8 @@ def test_tensorboard_shows_the_report_beside_the_models_hparams(lightning_job):
     assert_stable_keys(shown)
     assert shown["hidden"] == 8 and shown["lr"] == 0.01
     assert_no_secret(*map(str, shown.values()))
+    printed = _run_snippet(_docs_snippet("from tensorboard.backend"), lightning_job).stdout  # docs/trackers.md's
+    assert "'bootstrap/preset': 'cpu_debug'" in printed and "'lr': 0.01" in printed, printed
 
 
 def test_tensorboard_shows_the_report_in_lightning_hydra_templates_order_of_calls(tmp_path):
@@ -176,6 +200,9 @@ def test_tensorboard_shows_the_report_in_lightning_hydra_templates_order_of_call
     assert shown["task_name"] == "train" and shown["model/hidden"] == 8 and shown["seed"] == 12345, sorted(shown)
     assert_stable_keys(shown)
     assert_no_secret(*map(str, shown.values()))
+    # docs/trackers.md's snippet on the template's keys: a key never logged says so, where it read 0.0 (issue 45)
+    printed = _run_snippet(_docs_snippet("from tensorboard.backend"), out).stdout
+    assert "'lr': '(not logged)'" in printed and "'bootstrap/preset': 'cpu_debug'" in printed, printed
 
 
 def test_mlflow_logger_runs_get_params_then_tags_and_the_artifact(lightning_job):

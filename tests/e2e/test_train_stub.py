@@ -1,4 +1,5 @@
 """End to end: the real train_stub.py, the real Hydra callback, in a subprocess."""
+import json
 import os
 import subprocess
 import sys
@@ -25,6 +26,8 @@ def test_default_run_trains_and_writes_the_report(run_stub):
     assert job["metrics"]["steps"] == 300
     assert job["metrics"]["samples_per_s"] > 0 and job["metrics"]["final_loss"] < 2.0
     assert 0 < report["timings"]["bootstrap_s"] < 5
+    # where did my run go? the job's last line names its record, from the working directory (issue 45)
+    assert run.stdout.rstrip("\n").splitlines()[-1].endswith("report: out/bootstrap.json"), run.stdout[-500:]
     job_log = (run.out_dir / "train_stub.log").read_text()  # the bootstrap's table, in the job's own log
     assert f"preset=cpu_debug  threads intra_op={cpus} inter_op={cpus}" in job_log and "all ok" in job_log
 
@@ -144,7 +147,13 @@ def test_bad_input_exits_non_zero_naming_the_key_without_traceback(run_stub, tmp
     assert TRACEBACK not in run.output
     assert TRAINING_LOG not in run.output
     written = {p.name for p in run.out_dir.iterdir()} if run.out_dir.exists() else set()
-    assert written <= {".hydra", "train_stub.log"}  # nothing beyond what Hydra itself writes
+    if overrides == BAD_INPUTS[0][0]:  # Hydra refused it: nothing beyond what Hydra itself writes
+        assert written <= {".hydra", "train_stub.log"}
+    else:  # refused at job start: Hydra's files and the record (issue 45; rank N's where its rank can be read)
+        (name,) = written - {".hydra", "train_stub.log"}
+        assert name in ("bootstrap.json", "bootstrap.rank0.json")
+        record = json.loads((run.out_dir / name).read_text())["job"]
+        assert fragment in record["error"] and record["status"] == "check_failed"
 
 
 def run_multirun(tmp_path, *overrides):

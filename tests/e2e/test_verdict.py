@@ -56,3 +56,14 @@ def test_a_bad_master_port_is_named_by_the_job_with_its_value_and_the_fix(run_st
     assert job.returncode == 1 and "Traceback" not in job.output
     assert "MASTER_PORT='29500x' is not a TCP port from 1 to 65535" in job.stderr
     assert "MASTER_PORT=29500" in job.stderr and TASK_RAN not in job.output
+
+
+def test_the_debug_level_in_the_shell_stops_the_apps_own_import_of_torch(run_stub, doctor_here, tmp_path):
+    # issue 45: torch reads TORCH_DISTRIBUTED_DEBUG when torch.distributed is imported, in the app's own import, before
+    # Hydra or any code of ours: the job cannot say one line of its own, and docs/errors.md says so
+    job = run_stub("train.steps=0", env=clean_env(TORCH_DISTRIBUTED_DEBUG="1"))
+    assert job.returncode != 0 and TASK_RAN not in job.output
+    assert "ValueError: The value of TORCH_DISTRIBUTED_DEBUG must be OFF, INFO, or DETAIL." in job.stderr
+    assert not job.out_dir.exists()  # nothing of ours ran
+    doctor = doctor_here(env=clean_env(TORCH_DISTRIBUTED_DEBUG="1"), cwd=tmp_path)
+    assert doctor.returncode == 1 and "in this shell: `import torch` raises ValueError" in doctor.stderr

@@ -85,7 +85,9 @@ def test_secrets_and_control_characters_never_reach_the_terminal(tmp_path, diff_
     long_line = next(line for line in out.splitlines() if line.lstrip().startswith("NCCL_DEBUG:"))
     assert long_line.endswith("...") and len(long_line) < 400  # cut
     code, out, _ = diff_here(a, b, "--json")
-    assert token not in out and "x" * 5000 in out  # JSON keeps the whole value, masked
+    assert token not in out and "x" * 5000 not in out  # JSON is bounded as the text is (issue 45), and masked
+    (row,) = [row for row in json.loads(out)["sections"]["variables"] if row["name"] == "NCCL_DEBUG"]
+    assert row["b"].endswith("...") and len(row["b"]) <= diff.MAX_VALUE
 
 
 def test_a_run_of_several_ranks_compares_the_same_rank(tmp_path, diff_here):
@@ -157,7 +159,7 @@ def test_compare_lists_each_differing_fact_once_in_section_order():
 def test_the_main_entry_point_knows_the_command():
     from bootstrap.cli.commands import COMMANDS
 
-    assert COMMANDS["diff"] == "diff"
+    assert COMMANDS["diff"][0] == "diff"
 
 
 def test_ranks_are_named_with_their_distinct_hosts_and_at_most_a_few_hosts():
@@ -168,3 +170,46 @@ def test_ranks_are_named_with_their_distinct_hosts_and_at_most_a_few_hosts():
     assert ranks_on_hosts([(1, None)]) == "rank 1"  # a report without provenance: no host to name
     many = ranks_on_hosts((rank, f"n{rank}") for rank in range(100))
     assert many == f"ranks 0-99 ({', '.join(f'n{r}' for r in range(MAX_HOSTS_SHOWN))}, ... (100 hosts))"
+
+
+# -- issue 45: every output form bounded alike; one rule for what a line is ---------------------------------------
+def _with_packages(directory, listing):
+    """A run whose provenance names packages.txt, written through the package's own way out (as a job writes it)."""
+    from bootstrap.doors import outbound
+    from bootstrap.provenance import packages
+
+    write(directory, provenance={"status": "collected", "packages": len(listing), "packages_file": "packages.txt"})
+    outbound.write_text(directory / "packages.txt", packages.text(listing))
+    return directory
+
+
+def test_the_json_form_is_bounded_as_the_text_is(tmp_path, diff_here):
+    huge = "p" * 60_000
+    a = _with_packages(tmp_path / "a", ["torch==2.13.0+cpu"])
+    b = _with_packages(tmp_path / "b", ["torch==2.13.0+cpu", f"{huge}==1.0"])
+    code, text, _ = diff_here(a, b)
+    code_json, shown, _ = diff_here(a, b, "--json")
+    assert code == code_json == 1
+    (row,) = [row for row in json.loads(shown)["sections"]["provenance"] if row["name"].startswith("package p")]
+    assert len(row["name"]) <= diff.MAX_VALUE and row["name"].endswith("...")  # cut, as the text cuts it
+    assert max(map(len, text.splitlines())) < 3 * diff.MAX_VALUE and len(shown) < 2_000
+
+
+def test_a_package_named_with_a_line_separator_is_one_package_not_a_forged_torch(tmp_path, diff_here):
+    listing = ["numpy==2.0.0", "torch==2.13.0+cpu"]
+    forged = "evil\u2028torch==9.9.9"  # evil\u2028torch-9.9.9.dist-info: splitlines() would read "torch==9.9.9"
+    a = _with_packages(tmp_path / "a", listing)
+    b = _with_packages(tmp_path / "b", sorted([*listing, forged]))
+    assert "\u2028" not in (b / "packages.txt").read_text()  # the way out shows it escaped
+    code, out, _ = diff_here(a, b)
+    assert code == 1 and "package torch:" not in out, out  # torch is unchanged
+    assert "package 'evil\\u2028torch'" in out or "package evil\\u2028torch" in out, out
+
+
+def test_packages_whose_names_hold_a_credential_keyword_keep_their_versions(tmp_path, diff_here):
+    # google-auth, fastapi: a keyword inside a package's name says nothing of its version, and "==" assigns nothing
+    a = _with_packages(tmp_path / "a", ["fastapi==0.115.0", "google-auth==2.40.0"])
+    b = _with_packages(tmp_path / "b", ["fastapi==0.116.1", "google-auth==2.40.0"])
+    assert "google-auth==2.40.0" in (a / "packages.txt").read_text()  # written as it is, not google-auth=***
+    code, out, _ = diff_here(a, b)
+    assert code == 1 and "package fastapi: 0.115.0 -> 0.116.1" in out, out

@@ -49,6 +49,18 @@ def test_each_generated_block_is_what_the_code_writes(name):
     assert held[name] == write(), f"{page}: the {name} block is stale; run python tests/docs_examples.py"
 
 
+def test_the_doctor_example_is_the_real_doctors_output_line_for_line(doctor_here, tmp_path):
+    # issue 45: the generated example was 11 lines shorter than the doctor's real output (no config: line, no
+    # Preflight section). Only the facts of the machine may differ: the lines, their order and their labels may not.
+    real = doctor_here("env=h100", cwd=tmp_path)
+    assert real.returncode == 1, real.stderr
+    example = docs_examples.doctor_text(("env=h100",)).splitlines()
+    shown = real.stdout.rstrip("\n").splitlines()
+    assert len(shown) == len(example), "\n".join(shown)
+    for said, written in zip(shown, example, strict=True):
+        assert said.split(":")[0].split()[:1] == written.split(":")[0].split()[:1], (said, written)
+
+
 def test_the_report_example_reads_back_and_the_fields_table_names_each_field():
     from bootstrap.doors.records import Report
 

@@ -80,8 +80,8 @@ def test_secret_values_are_masked(doctor_here, tmp_path):
 
 
 def test_secrets_are_masked_in_usage_errors_too(doctor_here, tmp_path):
-    proc = doctor_here("+env.vars.HF_TOKEN=hf_se'cret_value", cwd=tmp_path)
-    assert proc.returncode == 2 and "hf_se" not in proc.stderr and "***" in proc.stderr
+    proc = doctor_here("+env.vars.HF_TOKEN=hf_se'cret_value", cwd=tmp_path)  # Hydra cannot parse it: the job stops
+    assert proc.returncode == 1 and "hf_se" not in proc.stderr and "***" in proc.stderr
 
 
 def test_another_apps_config(doctor_here, tmp_path):
@@ -95,8 +95,6 @@ def test_another_apps_config(doctor_here, tmp_path):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["env=nope"], "unknown preset 'nope'. Presets that exist: a100, auto, cpu_debug, cpu_debug_detail, h100."),
-    (["env.threds=1"], "threds"),
     (["--config-path", "/no/such/dir"], "no such directory"),
     (["--no-such-flag"], "unrecognized arguments"),
 ])
@@ -105,6 +103,17 @@ def test_bad_usage_exits_2(doctor_here, tmp_path, args, fragment):
     assert proc.returncode == 2
     assert fragment in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["env=nope"], "unknown preset 'nope'. Presets that exist: a100, auto, cpu_debug, cpu_debug_detail, h100."),
+    (["env.threds=1"], "Did you mean env.threads?"),
+])
+def test_a_config_hydra_cannot_compose_stops_the_job_and_exits_1_as_the_jobs_own_hydra(doctor_here, tmp_path, args,
+                                                                                       fragment):
+    proc = doctor_here(*args, cwd=tmp_path)  # issue 45: it exited 2, where the job exits 1
+    assert proc.returncode == 1 and "the job would stop: Hydra cannot compose its config: " in proc.stderr
+    assert fragment in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -160,3 +160,15 @@ def test_the_store_operations_of_the_phases_that_grow_with_n_add_up_to_the_store
     assert scale["store_ops_per_rank"] == 6 == sum(p.get("store_ops_per_rank", 0) for p in scale["phases"])
     assert scale["store_ops_total"] == 6 * 1024 + 2  # and rank 0's wait and read of every record
     assert "6 ops a rank, 6146 in all" in out and "first_step 1 store ops a rank (rank 0: 3)" in out
+
+
+def test_without_out_it_writes_where_hydra_writes_in_a_folder_git_ignores_and_says_where(tmp_path, capsys,
+                                                                                        monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a checkout: ./dryrun/ beside the sources showed in git status (issue 45)
+    code = cli.main(["--no-mesh", "--world", "2", "--cpus-per-node", "2", "env=cpu_debug"])
+    out = capsys.readouterr().out
+    (written,) = tmp_path.glob("outputs/dryrun/*/*/dryrun.json")
+    assert code == 0 and not (tmp_path / "dryrun").exists()
+    assert f"wrote {written} (" in out.splitlines()[-1]  # its whole path, on the table's last line
+    ignored = (tmp_path / "outputs" / "dryrun" / ".gitignore").read_text().splitlines()
+    assert "*" in ignored  # git status and bootstrap diff RUN --here never see it

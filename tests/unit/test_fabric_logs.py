@@ -104,3 +104,62 @@ def test_a_stale_rule_of_an_excerpt_is_cleared_by_the_plugin_version_it_printed(
     # the same with RDMAV_FORK_SAFE ("Do not use", whatever the version): definite once the plugin is known
     [finding] = fabric_rules.judge("aws_efa", processes, {"RDMAV_FORK_SAFE": "1"}, False)
     assert "RDMAV_FORK_SAFE=1 is stale" in finding.message and "aws-ofi-nccl 1.3.0aws" in finding.message
+
+
+# -- issue 45: verdicts from evidence; no cap decides in silence ----------------------------------------------------
+def test_a_risk_the_log_does_not_show_is_a_warning_and_a_stop_needs_nccls_own_words():
+    # NCCL 2.19 on RoCE without NCCL_IB_GID_INDEX, whose network came up: the GID rule is a version heuristic
+    lines, unread, stops = nccl_logs.judge(_preset("roce"), [DATA / "plugin_1.log"])
+    assert not stops and unread == [], lines
+    (warned,) = [line for line in lines if line.startswith("  fabric warning")]
+    assert "NCCL_IB_GID_INDEX is unset: its connections may time out with error 12" in warned
+    assert any(line.startswith("  no finding that stops") for line in lines)
+    # the same rule once NCCL says the timeout happened: a stop, quoting it
+    found = fabric_rules.judge("roce", nccl_log.processes((DATA / "plugin_1.log").read_text() +
+                                                          "dgxh100-4:460770:460770 [0] transport/net_ib.cc:839 NCCL "
+                                                          "WARN NET/IB : Got completion with error 12, opcode 1\n"),
+                               {}, None)
+    assert any(f.stops and "timed out with error 12" in f.message and "NCCL said" in f.message for f in found)
+
+
+def test_a_fabric_preset_with_a_loopback_socket_interface_is_a_finding_even_on_one_host():
+    lines, _, stops = nccl_logs.judge(_preset("socket"), [DATA / "socket_lo_ib_disabled.log"])
+    (warned,) = [line for line in lines if line.startswith("  fabric warning")]
+    assert "lo never leaves this host, and env/fabric=socket is for a job across nodes" in warned and not stops
+    processes = nccl_log.processes((DATA / "socket_lo_ib_disabled.log").read_text())
+    (across,) = fabric_rules.judge("socket", processes, {}, spans_nodes=True)
+    assert across.stops and "lo cannot reach another node" in across.message  # seen across nodes: a stop
+
+
+def test_what_a_bound_leaves_out_is_named_and_counted_and_the_verdict_is_never_ok(tmp_path, monkeypatch):
+    fine = (DATA / "socket_2.log").read_text()
+    fell_back = (DATA / "socket_1.log").read_text()  # NET/IB : No device found, then sockets
+    paths = []
+    for number in range(5):
+        path = tmp_path / f"nccl.{number}.log"
+        path.write_text(fell_back if number == 4 else fine)
+        paths.append(path)
+    monkeypatch.setattr(nccl_logs, "MAX_FILES", 4)  # the fifth, the one that fell back, lies past the bound
+    lines, unread, stops = nccl_logs.judge(_preset("socket"), paths)
+    assert not stops and unread == [f"1 file not read, past the first 4 (at most 4 are judged at once): "
+                                     f"{paths[4]}; judge them in another run"]
+    monkeypatch.setattr(nccl_log, "MAX_LOG_BYTES", 600)  # socket_2.log is longer: only its first bytes are read
+    _, unread, _ = nccl_logs.judge(_preset("socket"), paths[:1])
+    assert unread and unread[0].startswith("1 file read only to its first") and str(paths[0]) in unread[0]
+    monkeypatch.setattr(nccl_log, "MAX_LOG_BYTES", 4 * 2**20)
+    monkeypatch.setattr(nccl_log, "MAX_PROCESSES", 0)
+    _, unread, _ = nccl_logs.judge(_preset("socket"), paths[:2])
+    assert unread == ["2 processes not judged, past the first 0 of one file"]
+
+
+def test_the_doctor_says_an_unreadable_log_first_and_alone_with_the_fix_and_a_partial_read_is_no_ok(
+        tmp_path, doctor_here, monkeypatch):
+    absent = doctor_here("--nccl-log", str(tmp_path / "absent.log"), str(DATA / "socket_2.log"), cwd=tmp_path)
+    assert absent.returncode == 2 and absent.stdout == "", absent.stdout[:300]  # no report buries it
+    (said,) = absent.stderr.splitlines()
+    assert said.startswith(f"bootstrap doctor: --nccl-log {tmp_path / 'absent.log'}: not read: No such file")
+    assert "NCCL_DEBUG=INFO" in said  # the fix
+    monkeypatch.setattr(nccl_logs, "MAX_FILES", 1)
+    past = doctor_here("env/fabric=socket", "--nccl-log", str(DATA / "socket_2.log"), str(DATA / "socket_1.log"),
+                       cwd=tmp_path)
+    assert past.returncode == 2 and "1 file not read, past the first 1" in past.stderr, past.stderr

@@ -211,3 +211,32 @@ def test_a_shared_file_is_read_from_descriptors_never_through_a_link(tmp_path):
     link.symlink_to(path)
     with pytest.raises(Unreadable, match="^link.jsonl: a link, not followed$"):
         inbound.read_shared_bytes(link)
+
+
+# -- one rule for what a line is (issue 45) ------------------------------------------------------------------------
+SEPARATORS = ("\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")  # str.splitlines() splits at each
+
+
+@pytest.mark.parametrize("separator", SEPARATORS, ids=[f"U+{ord(s):04X}" for s in SEPARATORS])
+def test_only_a_newline_ends_a_line_in_and_out(tmp_path, separator):
+    from bootstrap.doors import outbound
+
+    text = f"first{separator}still the first\nsecond\r\n"
+    assert inbound.lines(text) == [f"first{separator}still the first", "second", ""]
+    assert inbound.first_line(RuntimeError(text)) == f"first{separator}still the first"
+    outbound.write_text(tmp_path / "out.txt", text)  # every file the package writes goes this way, or write_json
+    written = (tmp_path / "out.txt").read_text()
+    assert separator not in written and written.splitlines() == inbound.lines(written)[:2]
+    outbound.write_json(tmp_path / "out.json", {"name": text})
+    loaded = json.loads((tmp_path / "out.json").read_text())["name"]  # a JSON string, cleaned as every text
+    assert separator not in loaded and loaded.count("\n") == text.count("\n")
+
+
+def test_no_module_of_the_package_splits_lines_any_other_way():
+    # str.splitlines() splits at U+2028, U+2029, U+0085, VT, FF...: one definition, inbound.lines
+    offenders = []
+    for path in sorted((ROOT / "bootstrap").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "splitlines":
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == []

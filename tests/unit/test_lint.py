@@ -198,3 +198,21 @@ def test_hardware_gap_says_what_the_machine_lacks_and_whether_the_variable_does_
     assert lint.hardware_gap("MY_OWN_SETTING", NO_GPU) is None  # an unknown name: no table row to judge by
     (finding,) = lint.check({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}, NO_GPU)
     assert "but this machine has no NVIDIA GPU: it does nothing here." in finding.message
+
+
+def test_a_findings_fields_are_bounded_alike_in_the_text_and_the_json(capsys, tmp_path):
+    # issue 45: every output form bounded alike; a preset may name a variable far longer than a line (YAML takes
+    # 1,024 characters in a plain key)
+    import json
+
+    from bootstrap.cli import lint_presets
+
+    (tmp_path / "env").mkdir()
+    (tmp_path / "env" / "wide.yaml").write_text(
+        "defaults:\n  - /bootstrap/schema/env@_here_\n  - _self_\nvars:\n  NCCL_" + "X" * 1_000 + ": 1\n")
+    assert lint_presets.main([str(tmp_path)]) == 1
+    text = capsys.readouterr().out
+    assert lint_presets.main([str(tmp_path), "--json"]) == 1
+    (found,) = json.loads(capsys.readouterr().out)["presets"]["wide"]["lint"]
+    assert len(found["name"]) <= lint_presets.MAX_NAME and len(found["message"]) <= lint_presets.MAX_MESSAGE
+    assert max(map(len, text.splitlines())) < lint_presets.MAX_NAME + lint_presets.MAX_MESSAGE + 40

@@ -121,6 +121,15 @@ def test_the_picture_travels_as_json_and_is_read_back_strictly(tmp_path):
         drawing.read(wrong)
 
 
+@pytest.mark.extra("plot")
+def test_the_drawing_process_never_makes_a_run_directory_deleted_after_the_job_again(tmp_path, capsys):
+    # issue 45: the job ended, its directory was deleted, and the process drawing its picture came afterwards
+    sent = outbound.to_json(picture.picture(_world(), _judged(_world()), REQUEST).to_json()).encode()
+    gone = tmp_path / "outputs" / "2026-12-07" / "05-00-00"
+    assert drawing.draw_from(io.BytesIO(sent), gone / "preflight.png") == 0  # nothing to tell: the job has ended
+    assert not (tmp_path / "outputs").exists() and capsys.readouterr().err == ""
+
+
 def test_the_drawing_process_says_in_one_line_what_it_could_not_draw(tmp_path, capsys):
     assert drawing.draw_from(io.BytesIO(b'{"title": "t", "panels": 3}'), tmp_path / "p.png") == 1
     assert drawing.draw_from(io.BytesIO(b"x" * (apart.MAX_BYTES + 1)), tmp_path / "p.png") == 1

@@ -144,3 +144,41 @@ def test_masking_a_long_hostile_text_is_read_once_not_again_from_each_character(
         outbound.clean(text)
         masking.masked_line(text)
         assert time.process_time() - started < 5, text[:20]  # about 0.1 s each here
+
+
+# -- credential names that are compound words (issue 45) ------------------------------------------
+def compound_names(keyword: str):
+    """A keyword of gitleaks' generic rule as names hold it: alone, one word with another (PGPASSWORD, dbpassword),
+    a camelCase part (storageKey), and a word the rule has no list of before it (master_key)."""
+    return (keyword, keyword.upper(), f"db{keyword}", f"PG{keyword.upper()}", f"storage{keyword.capitalize()}",
+            f"master_{keyword}", f"{keyword.upper()}_V2")
+
+
+def test_every_keyword_of_gitleaks_generic_rule_inside_a_compound_name_is_masked_in_every_door():
+    from omegaconf import OmegaConf
+
+    from bootstrap.core.jobconfig import remember_secrets
+
+    assert set(masking.GENERIC_KEYWORDS) == {"access", "api", "auth", "key", "credential", "creds", "passwd",
+                                             "password", "secret", "token"}  # gitleaks.toml at 009e025
+    for k, keyword in enumerate(masking.GENERIC_KEYWORDS):
+        for n, name in enumerate(compound_names(keyword)):
+            value = f"{MARK}k{k}n{n}"
+            assert masking.names_a_credential(name), name
+            assert value not in outbound.clean(f"connect failed: {name}={value}; retry"), name  # job.error, logs
+            assert value not in outbound.clean(f'settings {{"{name}": "{value}"}}'), name
+            assert value not in masking.masked_source(f"+{name} = '{value}'"), name  # git.diff
+            assert value not in masking.masked_override(f"+app.{name}={value}"), name  # the overrides' record
+            assert value not in outbound.to_json({name: value}), name  # a report's field
+            remembered = f"{MARK}remembered{k}x{n}"
+            remember_secrets(OmegaConf.create({"app": {name: remembered}}))  # the app's own config
+            assert remembered not in outbound.clean(f"the task said {remembered}"), name
+
+
+def test_a_name_that_merely_holds_a_keyword_inside_another_word_stays_as_it_is():
+    for name in ("tokenizer", "max_tokens", "max_new_tokens", "author", "monkey", "key_name", "secret_size",
+                 "token_url", "primary_key", "public_key", "message_key", "time_key", "KeyError", "accessor", "rapid",
+                 "api_version", "path", "keyboard"):
+        assert not masking.names_a_credential(name), name
+    for text in ("tokenizer=bert-base-uncased max_tokens=512", "KeyError: 'API_KEY'", "key_name: run-2024-0001"):
+        assert outbound.clean(text) == text

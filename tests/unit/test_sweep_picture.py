@@ -210,3 +210,24 @@ def test_thread_counts_keep_a_tick_at_each_value():
     shown = picture.figure(list(panels_of(rows).values()), *OBJECTIVE)
     (axes,) = shown.axes
     assert [t.get_text() for t in axes.get_xticklabels()] == ["1", "2", "4", "8"]
+
+
+@pytest.mark.extra("plot")
+@pytest.mark.parametrize("values", [
+    [0.001 * i for i in range(1, 10)],  # an Optuna search's learning rates on a linear axis: 0.0010.002 touched
+    [0.00125, 0.0015, 0.00175, 0.002],  # a few values, each its own tick
+    [1e-5, 3.3e-5, 1e-4, 3.3e-4, 1e-3, 3.3e-3, 1e-2],  # a logarithmic axis
+    [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 123456.789],  # long labels, crowded
+])
+def test_no_two_tick_labels_of_a_numeric_axis_touch(values):
+    # measured on matplotlib's own layout of the figure as it is saved (issue 45: '0.0010.002' on a linear axis)
+    panels = [Panel(f"key{n}", tuple((v, float(i)) for i, v in enumerate(values)), (values[0], 0.0)) for n in range(4)]
+    figure = picture.figure(panels, "loss", "min")
+    figure.draw_without_rendering()
+    renderer = figure._get_renderer()
+    for axes in figure.axes:
+        boxes = sorted((t.get_window_extent(renderer) for t in axes.xaxis.get_ticklabels()
+                        if t.get_visible() and t.get_text()), key=lambda box: box.x0)
+        assert len(boxes) >= 2, [t.get_text() for t in axes.xaxis.get_ticklabels()]
+        assert all(left.x1 < right.x0 for left, right in zip(boxes, boxes[1:], strict=False)), \
+            [t.get_text() for t in axes.xaxis.get_ticklabels()]

@@ -34,6 +34,7 @@ WAITS = {
     ("bootstrap/core/agreement.py", "group.rendezvous_store"): "the comparison's Deadline(timeout_s)",
     ("bootstrap/core/agreement.py", "agree_store.exchange"): "the comparison's Deadline(timeout_s)",
     ("bootstrap/distributed/agree_store.py", "deadline.bound(store).get"): "what is left of the Deadline",
+    ("bootstrap/distributed/agree_store.py", "time.sleep"): "POLL_S, looping within min(COURTESY_S, the Deadline)",
     ("bootstrap/distributed/agree_store.py", "store.multi_get"): "keys every rank set before 'done': no wait",
     ("bootstrap/distributed/phase_exchange.py", "store.wait"): "rank 0's Deadline(env.distributed.timeout_s), from "
                                                                "its first step; no other rank waits",
