@@ -15,6 +15,7 @@ from bootstrap.core import phases
 from bootstrap.core.comparison import Facts, Status, digest, fingerprint, outcome, salted
 from bootstrap.doors import inbound, outbound, records
 from bootstrap.doors.errors import PRESET_KEY, BootstrapError
+from bootstrap.distributed.store_keys import run_key
 from bootstrap.doors.timeline import counted
 
 if TYPE_CHECKING:
@@ -51,16 +52,6 @@ def compare_with_report(reference: records.Report, own: Dict[str, str], rank: in
     differs = differing(compared(theirs.fingerprint), compared(own))
     odd = [OddRank(rank=rank, host=host(), values=differs)] if differs else []
     return outcome(theirs.fingerprint, theirs.host or "?", odd, len(odd), world_size, policy)
-
-
-def run_key(environ: Mapping[str, str], launch: Launch, number: int, prefix: Optional[str] = None) -> str:
-    """One store key per check: the run (the launch's job id), the launcher's restart count (its row's), and the
-    check's number in this process (each job of a one-process sweep checks again, in the same order on every
-    rank). ``prefix``: the check's (default: this comparison's)."""
-    if prefix is None:  # the store's module loads only where ranks meet in a store, not for a lone process's key
-        from bootstrap.distributed.agree_store import PREFIX as prefix
-
-    return f"{prefix}/{launch.job_id or 'run'}/{launch.row.restart_count(environ)}/{number}"
 
 
 _checks = [0]  # checks made by this process

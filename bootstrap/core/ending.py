@@ -7,7 +7,7 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from bootstrap.core import joined, preflight, report, runtime
 from bootstrap.core.report import JobEnd, JobStatus
@@ -16,11 +16,8 @@ from bootstrap.distributed.group import GroupState
 from bootstrap.doors import records
 from bootstrap.variables import readers
 
-if TYPE_CHECKING:
-    from bootstrap.core.session import Session
 
-
-def failure(session: Session, job_end: JobEnd) -> None:
+def failure(session: Any, job_end: JobEnd) -> None:
     """On a failure under a group: the dumps, and which rank failed first (the error becomes the failing
     rank's, when a peer failed first)."""
     status, error = job_end.status, job_end.error
@@ -36,7 +33,7 @@ def failure(session: Session, job_end: JobEnd) -> None:
                                                 job_end.hang.finding if job_end.hang else None)
 
 
-def forensics(session: Session, status: JobStatus, error: Any) -> Optional[records.Hang]:
+def forensics(session: Any, status: JobStatus, error: Any) -> Optional[records.Hang]:
     """A job that did not complete under a process group: every rank's flight-recorder dump, and
     what they show (the report's ``distributed.hang``)."""
     recorder = session._changes.recorder if session._changes is not None else None
@@ -46,7 +43,7 @@ def forensics(session: Session, status: JobStatus, error: Any) -> Optional[recor
     return recorder.collect(reason)
 
 
-def end_stuck(session: Session, signum: int) -> None:
+def end_stuck(session: Any, signum: int) -> None:
     """In the watcher thread: SIGTERM came while the main thread is blocked in a collective, and its
     handler never ran. Record the job as interrupted, with what the dumps show, and exit."""
     try:
@@ -62,7 +59,7 @@ def end_stuck(session: Session, signum: int) -> None:
         os._exit(128 + signum)
 
 
-def task_effects(session: Session, job_end: JobEnd) -> None:
+def task_effects(session: Any, job_end: JobEnd) -> None:
     """What the task changed: the group in use now (a framework's too), its own thread count, a re-seed."""
     if session.report is None:
         return

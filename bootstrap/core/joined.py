@@ -13,7 +13,7 @@ node's ranks ran more threads than it has CPUs.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from bootstrap.core import plan as plans
 from bootstrap.core import report, versions
@@ -22,11 +22,10 @@ from bootstrap.distributed import launcher
 from bootstrap.doors.errors import ConfigError
 
 if TYPE_CHECKING:
-    from bootstrap.core.session import Session
     from bootstrap.distributed.launcher import Launch
 
 
-def _world(session: Session, world_size: int) -> Optional[Launch]:
+def _world(session: Any, world_size: int) -> Optional[Launch]:
     """The launch of rank 0 of the framework's world of ``world_size``, where the session started as one process
     and a framework that starts its ranks from rank 0's process made that world since; else None."""
     record, plan = session.report, session.plan
@@ -46,7 +45,7 @@ def _world(session: Session, world_size: int) -> Optional[Launch]:
     return launch
 
 
-def _share(session: Session, launch: Launch) -> Optional[int]:
+def _share(session: Any, launch: Launch) -> Optional[int]:
     """Rank 0's intra-op threads as ``auto`` gives a rank of this world (CPUs / the node's ranks); None where the
     count is the user's (an explicit count, or their OMP_NUM_THREADS)."""
     plan = session.plan
@@ -59,14 +58,14 @@ def _share(session: Session, launch: Launch) -> Optional[int]:
     return max(1, cpus // plans.ranks_sharing_cpus(launch, cpus, versions.launcher_cpus() or cpus))
 
 
-def _record(session: Session, launch: Launch) -> None:
+def _record(session: Any, launch: Launch) -> None:
     assert session.report is not None
     distributed = session.report.distributed
     for name, value in launch.as_dict().items():
         setattr(distributed, name, value)
 
 
-def now(session: Session) -> bool:
+def now(session: Any) -> bool:
     """At the trainer's setup, on every rank: rank 0, which started as one process, becomes rank 0 of the framework's
     world in its report, and takes its share of the node's CPUs (under ``auto``); written at once. False where there
     is nothing to do (any other rank, no group yet, or done already)."""
@@ -87,7 +86,7 @@ def now(session: Session) -> bool:
     return True
 
 
-def at_end(session: Session, group_at_end: Optional[dict]) -> None:
+def at_end(session: Any, group_at_end: Optional[dict]) -> None:
     """At the job's end, where :func:`now` was not called: the report says the world rank 0 ended in, and warns when
     rank 0's threads under ``auto`` were more than its share of the node."""
     record = session.report

@@ -30,7 +30,7 @@ from bootstrap.doors.errors import BadNodeError, BootstrapError, ConfigError, Pr
 if TYPE_CHECKING:
     from bootstrap.core.plan import Plan
     from bootstrap.core.schema import EnvConfig
-    from bootstrap.core.verdict import Refusal
+    from bootstrap.doors.errors import Refusal
 
 
 def _now() -> datetime:
@@ -77,7 +77,7 @@ def at_start(preset: EnvConfig, key: str, warnings: List[str], host: str,
     """The refusal of a rank on ``host`` (the scheduler's name for its node) that the ledger's evidence excludes (and
     ``ignore`` does not name), or None. ``here``: the rank runs on this machine, whose kernel's name is its node's
     too (the dry run's nodes are named by ``host`` alone)."""
-    from bootstrap.core.verdict import Refusal
+    from bootstrap.doors.errors import Refusal
 
     wanted = preset.nodes
     names = _names(host, here)

@@ -211,7 +211,8 @@ def _gathered(session: Any, report: records.Report) -> Optional[World]:
     rank, world_size = dist.get_rank(), dist.get_world_size()
     if world_size < 2:
         return None
-    from bootstrap.core.agreement import host, run_key
+    from bootstrap.distributed.nodename import node as host
+    from bootstrap.distributed.store_keys import run_key
     from bootstrap.distributed import phase_exchange
     from bootstrap.distributed.waits import Deadline
     from bootstrap.doors.inbound import Unreadable

@@ -39,7 +39,8 @@ def _budget(preset: EnvConfig) -> float:
 
 def request(preset: EnvConfig, plan: Plan, device: str, group: Optional[ProcessGroup], key: str,
             always: bool = False) -> Request:
-    from bootstrap.core.agreement import host, run_key
+    from bootstrap.distributed.nodename import node as host
+    from bootstrap.distributed.store_keys import run_key
     from bootstrap.distributed.group import GroupState
 
     wanted, launch = preset.preflight, plan.launch

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 from bootstrap.core import report, versions
 from bootstrap.distributed import launcher
@@ -21,9 +21,6 @@ from bootstrap.doors import outbound, records
 from bootstrap.doors.errors import BootstrapError
 from bootstrap.doors.masking import masked_override
 from bootstrap.doors.statuses import JobStatus
-
-if TYPE_CHECKING:
-    from bootstrap.core.session import Session
 
 
 def record(output_dir: Optional[os.PathLike], job: report.JobInfo, error: BaseException,
@@ -46,7 +43,7 @@ def record(output_dir: Optional[os.PathLike], job: report.JobInfo, error: BaseEx
 
 
 @contextlib.contextmanager
-def recorded(session: Session) -> Iterator[None]:
+def recorded(session: Any) -> Iterator[None]:
     """The block's refusal (a BootstrapError) is recorded where the session has no record yet, then raised."""
     try:
         yield

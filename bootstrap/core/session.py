@@ -33,6 +33,7 @@ from bootstrap.distributed.group import in_use as group_in_use
 from bootstrap.doors import outbound, overrides, records
 from bootstrap.doors.errors import PRESET_KEY, ConfigError, DisagreementError, PreflightError, naming_preset
 from bootstrap.doors.records import Report
+from bootstrap.pictures import apart
 from bootstrap.provenance import collect as provenance
 from bootstrap.variables import environ, lint, readers
 
@@ -65,8 +66,7 @@ class Session:
         which win over the shell. ``job_overrides``: the job's overrides as typed, recorded
         masked. ``output_dir``: where ``bootstrap.json`` goes (None: nowhere). ``notes``: what reading
         the job's config decided, said once and recorded (jobconfig.app_seed)."""
-        self.key = key
-        self.name = name or "custom"
+        self.key, self.name = key, name or "custom"
         self.job_overrides = [str(o) for o in job_overrides]
         outbound.remember_overrides(self.job_overrides)  # masked in everything written, the task's error too
         self.output_dir = Path(output_dir) if output_dir is not None else None
@@ -95,8 +95,7 @@ class Session:
     world_size = property(lambda self: self.launch.world_size if self.launch else 1)
 
     @property
-    def mesh(self):
-        """The DeviceMesh, or None when none was built."""
+    def mesh(self):  # the DeviceMesh, or None when none was built
         return self._group.mesh if self._group is not None else None
 
     @property
@@ -402,7 +401,7 @@ class Session:
                             self.output_dir / records.report_name(self.rank, self.world_size)))
 
     def _provenance_so_far(self, wait: bool = False) -> Tuple[records.Provenance, Optional[float]]:
-        """The job's provenance: collected (``wait``: up to env.provenance.seconds for it), still collecting, or off."""
+        # the job's provenance: collected (wait: up to env.provenance.seconds for it), still collecting, or off
         found, seconds = provenance.so_far(self._provenance, self.preset.provenance.enabled, wait)
         return nodes.named(found), seconds
 
@@ -412,6 +411,7 @@ class Session:
         changes, self._changes = self._changes, None
         if self._watching is not None:  # before the group goes: the watch's thread uses its store
             self._watching.stop()
+        apart.flush()  # the pictures asked for while the job ran, drawn now that it has ended
         try:
             return changes.undo() if changes is not None else None
         finally:

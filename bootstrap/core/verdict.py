@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from bootstrap.doors.errors import PRESET_KEY, BootstrapError, ConfigError, LintError, MismatchError
+from bootstrap.doors.errors import PRESET_KEY, BootstrapError, ConfigError, LintError, MismatchError, Refusal
 from bootstrap.doors.lean import lean_dataclass
 from bootstrap.doors.masking import masked
 
@@ -37,18 +37,6 @@ if TYPE_CHECKING:
     from bootstrap.core.plan import Plan
     from bootstrap.core.schema import EnvConfig
     from bootstrap.core.versions import Check
-
-
-@lean_dataclass(frozen=True)
-class Refusal:
-    """One reason the job stops, as the job says it."""
-
-    message: str  # values masked; names the key and the fix
-    error: Type[BootstrapError]  # what the job raises
-    lint: Tuple[Any, ...] = ()  # the lint findings it stops for, for the report
-
-    def exception(self) -> BootstrapError:
-        return self.error(self.message)
 
 
 # -- values torch would refuse ----------------------------------------------------------------

@@ -61,9 +61,10 @@ class Watching:
     def _start(self) -> None:
         import torch.distributed as dist
 
-        from bootstrap.core.agreement import host, run_key
         from bootstrap.core.preflight import grouped_launch
         from bootstrap.distributed.group import default_store
+        from bootstrap.distributed.nodename import node as host
+        from bootstrap.distributed.store_keys import run_key
         from bootstrap.watch.watcher import Place, Settings, Watch
 
         session = self.session
@@ -107,7 +108,7 @@ class Watching:
         if watch.stopping:
             self._stop(stop or _first(watch.findings))
             return
-        self._draw(watch)  # the job trains on: what was seen so far, drawn again at its end
+        self._draw(watch)  # the job trains on: what was seen so far, drawn at its end (apart.later)
         session._end(JobEnd(JobStatus.RUNNING))  # written again, with what the watch found
 
     def _stop(self, error: BootstrapError) -> None:

@@ -1,7 +1,8 @@
 """The one exception type users see from the bootstrap."""
 
+from dataclasses import dataclass
 from functools import wraps
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Tuple, Type, TypeVar
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
@@ -101,3 +102,15 @@ def _refused_in_launcher(message: str) -> Exception:
         """A job that a launcher's worker refused (see :class:`JobRefused`)."""
 
     return JobRefusedInWorker(message)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One reason the job stops, as the job says it (:mod:`bootstrap.core.verdict` decides them)."""
+
+    message: str  # values masked; names the key and the fix
+    error: Type[BootstrapError]  # what the job raises
+    lint: Tuple[Any, ...] = ()  # the lint findings it stops for, for the report
+
+    def exception(self) -> BootstrapError:
+        return self.error(self.message)

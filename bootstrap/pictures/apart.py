@@ -1,6 +1,7 @@
 """A picture drawn by a process of its own: the job hands over the picture's plain values (as JSON, on the
 process's stdin) and never waits for it, and nothing in drawing it can stop the job (the preflight's figures,
-the start's phases).
+the watch's scores, the start's phases). A picture asked for while the job runs is kept (:func:`later`) and drawn
+when the job ends (:func:`flush`, from ``Session.close``): a drawing process never competes with training.
 
 Why a process, not a thread: when a job stops (``preflight.mode=error``), torchrun or Lightning stops the ranks
 still running at once, and a picture drawn inside rank 0 would be cut short. The drawing process starts in a
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, List, Optional, Sequence
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Tuple
 
 from bootstrap.doors import inbound, outbound
 from bootstrap.pictures import canvas
@@ -28,6 +29,7 @@ ROOT = str(Path(__file__).resolve().parents[2])  # the directory that holds this
 CHILD = ("import sys, importlib; sys.path[0] = sys.argv[1]; "
          "sys.exit(importlib.import_module('bootstrap.pictures.' + sys.argv[2]).main(sys.argv[3:]))")
 _drawing: List[subprocess.Popen] = []  # started and not yet seen to end (a Popen dropped while running warns)
+_kept: Dict[Path, Tuple[str, Any, bool]] = {}  # path -> (module, data, holds_stderr): drawn at the job's end
 
 
 def start(module: str, data: Any, path: Path, holds_stderr: bool = True) -> None:
@@ -42,6 +44,27 @@ def start(module: str, data: Any, path: Path, holds_stderr: bool = True) -> None
         _drawing.append(subprocess.Popen([sys.executable, "-c", CHILD, ROOT, module, str(path)], stdin=feed,
                                          stdout=subprocess.DEVNULL, stderr=None if holds_stderr else subprocess.DEVNULL,
                                          start_new_session=True))
+
+
+def later(module: str, data: Any, path: Path, holds_stderr: bool = True) -> None:
+    """Keep a picture to draw at the job's end (:func:`flush`), as :func:`start` would draw it now. A drawing process
+    started while the job trains takes the CPUs of the rank that started it (it inherits the rank's CPU affinity):
+    measured on this 2-core VM, rank 0's own work took 2.7x its peer's for the seconds matplotlib took, and the
+    watch then named rank 0 slow. The latest picture of a path wins (the watch's, drawn once with all it saw)."""
+    _kept[Path(path)] = (module, data, holds_stderr)
+
+
+def flush() -> None:
+    """The job's end: draw every picture kept (:func:`later`), each in a process of its own; a picture that cannot
+    be started is one line in the log, and the others are still drawn."""
+    kept = list(_kept.items())
+    _kept.clear()
+    for path, (module, data, holds_stderr) in kept:
+        try:
+            start(module, data, path, holds_stderr)
+        except Exception as error:  # noqa: BLE001 - a picture is a courtesy: the job's end goes on without it
+            logging.getLogger(__name__).warning("%s: no picture in %s: %s", module, path,
+                                                outbound.finding(f"{type(error).__name__}: {error}"))
 
 
 def _bounded(what: str) -> None:

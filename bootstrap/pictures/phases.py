@@ -93,14 +93,14 @@ def _colours(count: int) -> List[Any]:
 
 
 def start(picture: Picture, path: Path) -> None:
-    """Start drawing ``picture`` into ``path`` in a process of its own, and return at once; without matplotlib
-    (the ``plot`` extra) nothing is drawn, and nothing said: every world's first step would say it. The drawing
-    process holds none of the job's output open: a job's harness (a test's, a launcher's) reading it to its end
-    never waits for the picture of a job that trains on."""
+    """Draw ``picture`` into ``path`` in a process of its own when the job ends (:func:`apart.later`: never while
+    it trains), and return at once; without matplotlib (the ``plot`` extra) nothing is drawn, and nothing said:
+    every world's first step would say it. The drawing process holds none of the job's output open: a job's
+    harness (a test's, a launcher's) reading it to its end never waits for the picture."""
     try:
         if importlib.util.find_spec("matplotlib") is None:
             return
-        apart.start("phases", picture.to_json(), path, holds_stderr=False)
+        apart.later("phases", picture.to_json(), path, holds_stderr=False)
     except Exception as error:  # noqa: BLE001 - the picture is a courtesy: the job goes on without it
         log.warning("bootstrap: no picture of the start's phases: %s",
                     outbound.finding(f"{type(error).__name__}: {error}"))

@@ -83,16 +83,15 @@ def picture(world: Sequence[RankFigures], findings: Sequence[Finding], request: 
 
 def draw(drawn: Any, path: Path, name: str = "preflight", module: str = "preflight",
          what: str = "every rank's figures") -> None:
-    """Start drawing ``drawn`` (a picture section: the preflight's, or ``bootstrap.pictures.<module>``'s, whose
-    ``main`` draws it) into ``path`` in a process of its own (:mod:`bootstrap.pictures.apart`), and return at once.
-    Without matplotlib, one line in the log says how to get the picture; a picture that cannot be started is one
-    line too (``name``: the part that asked)."""
+    """Draw ``drawn`` (a picture section: the preflight's, or ``bootstrap.pictures.<module>``'s, whose ``main`` draws
+    it) into ``path`` in a process of its own when the job ends (:func:`bootstrap.pictures.apart.later`), and return
+    at once. Without matplotlib, one line in the log says how to get the picture (``name``: the part that asked)."""
     try:
         if importlib.util.find_spec("matplotlib") is None:
             log.warning("%s: %s", name, canvas.MISSING)
             return
-        apart.start(module, drawn.to_json(), path)
+        apart.later(module, drawn.to_json(), path)
     except Exception as error:  # noqa: BLE001 - the picture is a courtesy: the job goes on without it
         log.warning("%s: no picture: %s", name, outbound.finding(f"{type(error).__name__}: {error}"))
         return
-    log.info("%s: drawing %s into %s", name, what, path)
+    log.info("%s: drawing %s into %s at the job's end", name, what, path)

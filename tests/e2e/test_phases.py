@@ -6,15 +6,16 @@ Ki, so rank 1's load is slower by far more than any noise of this machine (a rea
 
 **The tolerance of the sum.** Each rank's phases, the launcher's included, run from torchrun's start to the end of
 the rank's first step. The test reads the wall clock just before starting torchrun (``t0``) and just after
-``Popen`` returns (``t1``); the task reads it at the end of its first step (``first_step_ns``), a few
-microseconds before the watch marks it. torchrun's process starts (is forked) at some F in [t0, t1], and the
-kernel records F truncated to its clock tick (10 ms), so the launcher's start reads in (F - tick, F]. Hence
+``Popen`` returns (``t1``); the task reads it at the end of its first step (``first_step_ns``), before the watch
+marks it, and at the start of its second (``second_step_ns``), after. torchrun's process starts (is forked) at
+some F in [t0, t1], and the kernel records F truncated to its clock tick (10 ms), so the launcher's start L reads
+in (F - tick, F]. The sum is the mark less L, and the mark lies in [first_step_ns, second_step_ns]. Hence
 
-    sum - (first_step_ns - t0)  lies in  ( -(t1 - t0),  tick )
+    sum  lies in  ( (first_step_ns - t0) - (t1 - t0),  (second_step_ns - t0) + tick )
 
-give or take the few microseconds between the task's reading and the mark and between the two clocks' readings
-(a clock's rate differs from the other's by at most NTP's 500 ppm: 5 ms over 10 s, far less in practice):
-``SLACK_S``. t1 - t0 is measured in each run (a fork and an exec: milliseconds).
+whatever the scheduler does between the readings (a rank preempted for 27 ms between its body and the mark was
+seen under load), give or take the two clocks' rates (at most NTP's 500 ppm: 5 ms over 10 s, far less in
+practice): ``SLACK_S``. t1 - t0 is measured in each run (a fork and an exec: milliseconds).
 """
 import json
 import subprocess
@@ -80,8 +81,10 @@ def test_every_phase_is_there_in_order_and_they_sum_to_the_wall_time_to_the_firs
         assert all(phase["seconds"] >= 0 for phase in found)
         assert timings["first_step_s"] == pytest.approx(found[-1]["start_s"] + found[-1]["seconds"], abs=2e-6)
         total = sum(phase["seconds"] for phase in found)
-        wall = report["job"]["metrics"]["first_step_ns"] / 1e9 - world.t0
-        assert -(world.t1 - world.t0) - SLACK_S < total - wall < tick_s() + SLACK_S, (rank, total, wall)
+        metrics = report["job"]["metrics"]
+        before, after = metrics["first_step_ns"] / 1e9 - world.t0, metrics["second_step_ns"] / 1e9 - world.t0
+        assert before - (world.t1 - world.t0) - SLACK_S < total < after + tick_s() + SLACK_S, (rank, total, before,
+                                                                                                after)
         # started_ns is the plan's start on the wall clock: the process's start is the same moment for both clocks
         process_start = timings["started_ns"] / 1e9 - found[ORDER.index("plan")]["start_s"]
         assert world.t0 - tick_s() - SLACK_S < process_start + found[0]["start_s"] < world.t1 + SLACK_S

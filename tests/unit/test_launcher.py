@@ -54,7 +54,7 @@ def test_torchrun():
 def test_what_torchrun_alone_knows_is_asked_of_its_row():
     """The restart count in the store keys and the file its failure summary reads are torchrun's facts, on its
     row: another launcher's row answers nothing, even where the variables leaked into its ranks."""
-    from bootstrap.core.agreement import run_key
+    from bootstrap.distributed.store_keys import run_key
     from bootstrap.distributed.agree_store import PREFIX
 
     leaked = {"TORCHELASTIC_RESTART_COUNT": "3", "TORCHELASTIC_ERROR_FILE": "/tmp/error.json"}
