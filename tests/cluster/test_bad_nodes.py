@@ -140,8 +140,11 @@ def test_every_node_of_a_job_named_at_once_is_systemic_and_none_is_excluded_on_s
     for node in cluster.nodes[:3]:
         cluster.shape(node, 4 * SLOW_MBIT)
     try:
+        # the floor is what is judged: 6 ranks time-share this machine's 2 CPUs, so their matmuls are not (one
+        # was once 3x the others' median here, a `slow` finding beside the floor's)
         check = ("env.preflight.mode=warn", "env.preflight.min_node_busbw_gbps=1000", "env.preflight.seconds=30",
-                 "env.threads.intra_op=1", "env.distributed.timeout_s=120", "env.nodes.min_observations=1")
+                 "env.threads.intra_op=1", "env.distributed.timeout_s=120", "env.nodes.min_observations=1",
+                 "env.preflight.max_skew=1000")
         job = slurm.sbatch([str(_script(tmp_path, check=check, ntasks=2))], env=clean_env(), cwd=tmp_path)
         slurm.wait_jobs([job], timeout=300)
     finally:
