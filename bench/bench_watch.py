@@ -9,9 +9,10 @@
   the exchange, rank 0's verdict) and the training loop's own part, a step's mark (timed in place here, one clock
   read and one append). ``share_at_default_window``: both, as a share of a 60 s window of training; ``share_at_2s``:
   the same at cpu_debug's 2 s.
-- **false findings**: ``--healthy N`` (10 by default) healthy runs of the same job, pinned one rank a core
-  (tests/preflight_app/pinned.sh, no busy loop), each long enough for several windows, under cpu_debug's thresholds
-  (the ones that name a 3x slowed rank, tests/e2e/test_watch.py), each holding the machine's cores as the tests that
+- **false findings**: ``--healthy N`` (10 by default) healthy runs of the same job, both ranks on one CPU with a
+  budget of it each, as the tests that judge ranks run them (tests/preflight_app/pinned.sh in tests/cpu_groups.py's
+  groups, no busy loop), each long enough for several windows, under cpu_debug's thresholds
+  (the ones that name a 4x slowed rank, tests/e2e/test_watch.py), each holding the machine's cores as the tests that
   judge ranks do: the runs with any finding, and every finding.
 """
 
@@ -27,7 +28,7 @@ import tempfile
 import time
 import timeit
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ROOT / "train_stub.py"
@@ -42,12 +43,15 @@ def _env() -> dict:
     return clean_env()
 
 
-def _torchrun(work: Path, name: str, steps: int, *overrides: str, pinned: bool = False) -> List[dict]:
+def _torchrun(work: Path, name: str, steps: int, *overrides: str, groups: Optional[Path] = None) -> List[dict]:
+    """torchrun's 2 ranks of train_stub; with ``groups`` (tests/cpu_groups.py's), each rank in its own, on one CPU."""
     run_dir = work / name
+    pinned = groups is not None
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
            *(["--no-python", str(PINNED), sys.executable] if pinned else []), str(STUB), f"train.steps={steps}",
            f"hydra.run.dir={run_dir}", "env.threads.intra_op=1", *overrides]
-    proc = subprocess.run(cmd, cwd=work, env=_env(), capture_output=True, text=True, timeout=600)
+    env = {**_env(), **({"RANK_GROUPS": str(groups)} if groups is not None else {})}
+    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     return [json.loads((run_dir / f"bootstrap.rank{rank}.json").read_text()) for rank in (0, 1)]
@@ -96,12 +100,24 @@ def _cores():
     return cores()
 
 
+def _groups(tag: str):
+    """A CPU group per rank (tests/cpu_groups.py), as the tests that judge ranks make them; where none can be made
+    (no cgroup v1 cpu controller, not root), the benchmark says why and stops."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import cpu_groups
+
+    reason = cpu_groups.why_not()
+    if reason is not None:
+        raise RuntimeError(f"bench_watch's healthy runs: {reason}")
+    return cpu_groups.groups_of(tag, 2)
+
+
 def false_findings(work: Path, runs: int, steps: int) -> Dict[str, object]:
     found: List[str] = []
     named_runs, windows = 0, 0
     for number in range(runs):
-        with _cores():
-            reports = _torchrun(work, f"healthy{number}", steps, pinned=True)
+        with _cores(), _groups(f"healthy{number}") as groups:
+            reports = _torchrun(work, f"healthy{number}", steps, groups=groups)
         watch = reports[0]["watch"]
         windows += watch["judged"]
         if watch["findings"]:

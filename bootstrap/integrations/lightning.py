@@ -6,8 +6,14 @@ The model's own hyperparameters go with it, in the same call: TensorBoard's HPar
 of hyperparameters a run logged, and Lightning logs the model's after the callbacks' setup. The loggers that keep
 every set (CSV's ``hparams.yaml``, W&B's config) get the model's twice, with the same values.
 
-After each training batch, every rank marks a step (``Session.step``): the watch (``env.watch``, docs/watch.md)
-compares the ranks' own work while the job trains, with no line in the model.
+Every rank marks its steps (``Session.step``): the watch (``env.watch``, docs/watch.md) compares the ranks' own work
+while the job trains, with no line in the model. The first step is marked at its end (the start's phases end there);
+each later one as the next batch starts, after what Lightning does between batches: it broadcasts a SIGTERM flag
+from rank 0 before every batch (Lightning 2.6, ``_TrainingEpochLoop._broadcast_sigterm_tensor``), where a fast rank
+waits for a slow one's optimizer step. Marked at a batch's end, that wait fell before the next step's gradients' sync,
+where gloo, which records no collective's end, counts the time as the rank's own work: measured, a healthy rank 0's
+own work went from 24 to 47 ms a step once rank 1 was slowed, and the watch named every rank. Marked as a batch
+starts, it falls after the gradients' sync, with the waiting.
 
 Every rank also runs the preflight check there when it was asked for (``env.preflight.mode=error|warn``) and found
 no process group at the job's start: Lightning's ``ddp`` strategy makes its group in ``fit``, after the job started
@@ -58,6 +64,7 @@ class BootstrapLogging(Callback):
     def __init__(self) -> None:
         super().__init__()
         self._logged: Optional[weakref.ref] = None  # the session whose report was logged (fit, then test: once)
+        self._stepped = False  # this fit's first step is marked: later ones are marked as their next batch starts
         _first_hparams_carry_the_report(type(self).__mro__[1])
 
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
@@ -93,17 +100,24 @@ class BootstrapLogging(Callback):
 
     # -- the start's phases, up to the first step (bootstrap.core.phases): on every rank -------------------------
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        self._stepped = False
         if active_session() is not None:
             phases.mark("restore")
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
-        if active_session() is not None and phases.TIMELINE.last() == "restore":
+        session = active_session()
+        if session is None:
+            return
+        if phases.TIMELINE.last() == "restore":
             phases.mark("first_batch")
+        elif self._stepped:
+            session.step()  # the step before this batch ends here, Lightning's work between batches included
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         session = active_session()
-        if session is not None:
-            session.step()  # a finished step (its optimizer step included): the first ends the start
+        if session is not None and not self._stepped:
+            self._stepped = True
+            session.step()  # the first step, its optimizer step included: it ends the start
 
 
 STATUS_KEY = "bootstrap/job/status"  # running at the setup: a logger's hyperparameters are written once (MLflow's

@@ -1,5 +1,5 @@
 """Bad nodes under real torchrun (issues 39 and 47): evidence before exclusion. A rank made slow for real
-(tests/preflight_app/pinned.sh: taskset and busy loops on its core) is observed; the first job's observation is soft
+(tests/preflight_app/pinned.sh: busy loops in its CPU group) is observed; the first job's observation is soft
 evidence that keeps its node in (that job, under warn, trains), the second job's excludes the node, named with both
 jobs; the next job there stops before its process group naming them; ``bootstrap nodes`` lists, explains and clears
 the node, written by those real jobs, and a cleared node runs again. Two processes adding to one ledger at once lose
@@ -15,22 +15,23 @@ from pathlib import Path
 import pytest
 
 from conftest import clean_env, cores
+from cpu_groups import rank_groups
 
 pytestmark = pytest.mark.e2e
 
 APP_DIR = Path(__file__).parents[1] / "preflight_app"
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "--no-python",
             str(APP_DIR / "pinned.sh"), sys.executable, str(APP_DIR / "app.py")]
-SLOW = "8"  # busy loops on rank 1's core: 8x to 15x slower (tests/e2e/test_preflight.py)
+SLOW = "8"  # busy loops in rank 1's CPU group: 9x slower (tests/e2e/test_preflight.py)
 
 
 def _torchrun(tmp_path, run: str, *overrides, loops="0"):
     run_dir = tmp_path / run
-    with cores():  # the ranks are timed against each other: no other test meanwhile
+    with cores(), rank_groups(f"{tmp_path.name}-{run}") as groups:  # timed against each other: no other test meanwhile
         proc = subprocess.run([*TORCHRUN, f"hydra.run.dir={run_dir}", "env.threads.intra_op=1",
                                "env.preflight.max_skew=3", f"env.nodes.exclude_file={_ledger(tmp_path)}", *overrides],
-                              capture_output=True, text=True, cwd=tmp_path, env=clean_env(BUSY_LOOPS=loops),
-                              timeout=300)
+                              capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                              env=clean_env(BUSY_LOOPS=loops, RANK_GROUPS=str(groups)))
     reports = [json.loads((run_dir / f"bootstrap.rank{rank}.json").read_text()) for rank in (0, 1)]
     return proc, reports, run_dir
 

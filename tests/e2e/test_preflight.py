@@ -1,13 +1,14 @@
 """The preflight check under real torchrun, 2 ranks on CPU (gloo), with a rank made slow for real (issue 29).
 
-tests/preflight_app/pinned.sh pins rank 0 alone to CPU 0 and rank 1 to CPU 1, where BUSY_LOOPS busy
-processes share its core. The margins, and why the machine's noise cannot flip a verdict:
+tests/preflight_app/pinned.sh runs both ranks on CPU 0, each in a CPU group of its own (tests/cpu_groups.py), and
+starts BUSY_LOOPS busy processes in rank 1's group. The margins, and why the machine's noise cannot flip a verdict:
 
 - the tests run with ``env.preflight.max_skew=3``;
-- 8 busy loops leave rank 1 about 1/9 of its core: 8x to 15x slower here (design.md measured 4.4x with 4);
-- a healthy pinned run differs by noise alone: at worst another test's process shares one rank's core,
-  which halves it (2x, under 3);
-- so a slow rank stays above 3 even when noise also halves rank 0 (9x / 2), and a healthy one stays under.
+- each rank has a fixed budget of the CPU (45%), and 8 busy loops leave rank 1 a ninth of its own: 9x slower than
+  rank 0, whose budget the loops do not touch;
+- a healthy run differs by noise alone, and noise on one CPU meets both ranks alike: their groups together weigh
+  10x any other process (ranks on CPUs of their own were not comparable on this VM: one CPU busy slowed the
+  other's rank up to 3x).
 """
 import contextlib
 import json
@@ -22,12 +23,13 @@ import pytest
 from bootstrap.preflight.request import PICTURE
 
 from conftest import STUB, clean_env, cores
+from cpu_groups import rank_groups
 
 APP_DIR = Path(__file__).parents[1] / "preflight_app"
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "--no-python",
             str(APP_DIR / "pinned.sh"), sys.executable]
 MAX_SKEW = 3
-SLOW = "8"  # busy loops on rank 1's core
+SLOW = "8"  # busy loops in rank 1's CPU group
 # A run that does not judge the ranks' speeds against each other (a floor, a crafted record, an absent rank) takes
 # a skew no noise reaches, and where it does not test the budget a budget no load reaches (making the check's
 # groups took over 5 s on this machine under a load of 10): its verdict cannot depend on what else the machine
@@ -42,11 +44,11 @@ def _torchrun(tmp_path, *overrides, loops="0", rank1_args="", script=APP_DIR / "
     process and both ranks' reports. ``judged``: the ranks' speeds are judged against each other (``max_skew`` 3),
     with the machine's cores alone; else no skew is judged (:data:`UNJUDGED_SKEW`), and the cores are shared."""
     run_dir = tmp_path / "run"
-    with cores() if judged else contextlib.nullcontext():  # judged: no other test meanwhile
+    with cores() if judged else contextlib.nullcontext(), rank_groups(tmp_path.name) as groups:
         proc = subprocess.run([*prefix, *TORCHRUN, str(script), f"hydra.run.dir={run_dir}", "env.threads.intra_op=1",
                                f"env.preflight.max_skew={MAX_SKEW if judged else UNJUDGED_SKEW}", *overrides],
-                              capture_output=True, text=True, cwd=tmp_path,
-                              env=clean_env(BUSY_LOOPS=loops, RANK1_ARGS=rank1_args, **env), timeout=300)
+                              capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                              env=clean_env(BUSY_LOOPS=loops, RANK1_ARGS=rank1_args, RANK_GROUPS=str(groups), **env))
     reports = [json.loads((run_dir / f"bootstrap.rank{rank}.json").read_text()) for rank in (0, 1)]
     return proc, reports
 

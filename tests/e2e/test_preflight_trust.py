@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import STUB, clean_env
+from cpu_groups import rank_groups
 from e2e.test_engines import BIN, free_port, one_run_dir, reports, run_all
 from e2e.test_preflight import APP_DIR, TORCHRUN, UNJUDGED_SECONDS, UNJUDGED_SKEW, _torchrun
 
@@ -57,12 +58,14 @@ def crafted_sweep(tmp_path_factory):
     sweep off this machine."""
     tmp_path = tmp_path_factory.mktemp("crafted")
     sweep = tmp_path / "sweep"
-    proc = subprocess.run([*TORCHRUN, str(APP_DIR / "crafted.py"), "-m", f"+craft={','.join(CRAFTS)}",
-                           f"hydra.sweep.dir={sweep}", "env.threads.intra_op=1", "env.preflight.mode=warn",
-                           f"env.preflight.max_skew={UNJUDGED_SKEW}", f"env.preflight.seconds={UNJUDGED_SECONDS}",
-                           "env.preflight.min_tflops=0.000001",
-                           "env.nodes.exclude_file=${hydra:runtime.output_dir}/ledger.jsonl"],
-                          capture_output=True, text=True, cwd=tmp_path, env=clean_env(), timeout=300)
+    with rank_groups(tmp_path.name) as groups:  # pinned.sh's
+        proc = subprocess.run([*TORCHRUN, str(APP_DIR / "crafted.py"), "-m", f"+craft={','.join(CRAFTS)}",
+                               f"hydra.sweep.dir={sweep}", "env.threads.intra_op=1", "env.preflight.mode=warn",
+                               f"env.preflight.max_skew={UNJUDGED_SKEW}", f"env.preflight.seconds={UNJUDGED_SECONDS}",
+                               "env.preflight.min_tflops=0.000001",
+                               "env.nodes.exclude_file=${hydra:runtime.output_dir}/ledger.jsonl"],
+                              capture_output=True, text=True, cwd=tmp_path, env=clean_env(RANK_GROUPS=str(groups)),
+                              timeout=300)
     jobs = {}
     for job in sorted(p for p in sweep.iterdir() if p.is_dir()):
         overrides = (job / ".hydra" / "overrides.yaml").read_text()

@@ -44,10 +44,8 @@ def train(cfg: DictConfig) -> Dict[str, Any]:
 
 class _SlowRank1Later(L.Callback):
     """With ``APP_RANK1_BUSY_AFTER_S=S`` (tests/e2e/test_lightning.py's rank slowed mid-run): S seconds after its first
-    training batch, rank 1 moves to a session of its own and starts the ``APP_RANK1_BUSY_LOOPS`` busy processes there,
-    on its CPU, so that they share its core with it alone (with 8: a ninth of it left), and logs when. (Loops in
-    sessions of their own, or in the ranks' shared one, shift the scheduler's autogroup shares between both CPUs,
-    and rank 0 slowed 2x too.)"""
+    training batch, rank 1 starts the ``APP_RANK1_BUSY_LOOPS`` busy processes, which inherit its CPU and its CPU group
+    (tests/cpu_groups.py) and so take its share of the CPU alone, and logs when."""
 
     def __init__(self, after_s: float):
         self.after_s, self.first = after_s, None
@@ -59,9 +57,6 @@ class _SlowRank1Later(L.Callback):
             self.after_s = 0.0
             loops, _, pids = os.environ.get("APP_RANK1_BUSY_LOOPS", "0:").partition(":")
             if os.environ.get("LOCAL_RANK") == "1" and int(loops):
-                os.setsid()  # out of rank 0's session: its autogroup no longer shares rank 0's CPU time with the loops
-                with open("/proc/self/autogroup", "w") as group:
-                    group.write("-10")
                 started = [subprocess.Popen(["sh", "-c", "while :; do :; done"], stdout=subprocess.DEVNULL,
                                             stderr=subprocess.DEVNULL) for _ in range(int(loops))]
                 with open(pids, "w") as out:
@@ -71,18 +66,14 @@ class _SlowRank1Later(L.Callback):
 
 def _slow_rank1() -> List[L.Callback]:
     """With ``APP_RANK1_BUSY_LOOPS=N:FILE`` (tests/e2e/test_lightning.py's slow rank): rank 1 starts N busy processes
-    before fit, on its own CPU (they inherit its affinity), and writes their PIDs to FILE for the test to end them;
-    the callback returned ends them when training starts, once the trainer's setup (where the bootstrap's preflight
-    runs) has measured the slow rank. Each is a session of its own: the CPU scheduler's autogroups share a CPU
-    between sessions first, so loops in this app's session would slow rank 0 as much as rank 1 (and each raises
-    its session to nice -10, as the test raises the app's: the machine's other sessions then take little of the
-    two cores)."""
+    before fit, in its CPU group and on its CPU (they inherit both: they take its share alone), and writes their PIDs
+    to FILE for the test to end them; the callback returned ends them when training starts, once the trainer's setup
+    (where the bootstrap's preflight runs) has measured the slow rank."""
     loops, _, pids = os.environ.get("APP_RANK1_BUSY_LOOPS", "0:").partition(":")
     if os.environ.get("LOCAL_RANK") != "1" or not int(loops):
         return []
-    started = [subprocess.Popen(["sh", "-c", "echo -10 >/proc/self/autogroup; while :; do :; done"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-               for _ in range(int(loops))]
+    started = [subprocess.Popen(["sh", "-c", "while :; do :; done"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL) for _ in range(int(loops))]
     with open(pids, "w") as out:
         out.write(" ".join(str(loop.pid) for loop in started))
     return [_EndLoops(started)]

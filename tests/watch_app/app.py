@@ -1,9 +1,10 @@
 """A 2-rank DDP job for the watch's tests (tests/e2e/test_watch.py): train_stub's model, each step marked with
-``session.watch``, through tests/preflight_app/pinned.sh (rank 0 alone on CPU 0, rank 1 on CPU 1).
+``session.watch``, through tests/preflight_app/pinned.sh (every rank on CPU 0, each in a CPU group of its own:
+tests/cpu_groups.py).
 
 ``slow.after_s``: that long after its first step, rank ``slow.rank`` starts ``slow.loops`` busy processes, which
-inherit its CPU (pinned.sh's taskset) and its session: from then on it gets about 1/(loops + 1) of its core, a slow
-rank for real (``slow.base_loops`` from its first step: a load it has all along). The ranks agree every 10 steps
+inherit its CPU and its group: from then on they share its group's share of the CPU with it, a slow rank for real
+(with L loops, its own work takes L + 1 times the others': tests/cpu_groups.py's budgets). The ranks agree every 10 steps
 (one all_reduce) on whether to stop: once the watch has made ``slow.findings`` findings and ``slow.windows_after``
 more windows have passed, or after ``train.max_s``. ``die.after_s``: rank ``die.rank`` exits at once, mid-run, as a
 crashed rank does. ``mark.after_s``: rank 0 writes ``mark.file`` then, for the test to act on the job (a link
@@ -31,9 +32,8 @@ AGREE_EVERY = 10  # steps between the ranks' agreement on whether to stop
 
 
 def _busy(loops: int, pids: str) -> None:
-    """Busy processes on this rank's CPU (they inherit its affinity and priority) and in its session, so that they
-    share its core with it alone: with ``loops`` of them the rank gets 1/(loops + 1) of it. Their PIDs are added
-    to ``pids``."""
+    """Busy processes on this rank's CPU and in its CPU group (they inherit both), so that they take this rank's share
+    of the CPU alone. Their PIDs are added to ``pids``."""
     started = [subprocess.Popen(["sh", "-c", "while :; do :; done"], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL) for _ in range(loops)]
     with open(pids, "a") as out:
@@ -58,8 +58,6 @@ def main(cfg) -> dict:
         now = time.monotonic()
         if first is None:
             first = now
-            if cfg.slow.base_loops and session.rank == cfg.slow.rank:
-                _busy(cfg.slow.base_loops, cfg.slow.pids)  # a load it has from the start: the healthy baseline
         elif last is not None:
             walls["before" if slowed_at is None else "after"].append(now - last)
         last = now
