@@ -70,8 +70,13 @@ def _named(cluster, slurm, tmp_path, groups):
             finding["window"] - began_window + 1 <= CONSECUTIVE + 1, (began, finding)
         print(f"{finding['kind']}: named after {finding['window'] - began_window + 1} windows")
     assert f"node {slow.name}" in by_kind["slow_link"]["message"]
+    # the last window's links: one not timed in it (null) is one whose probe ran past its budget, which only node3's
+    # may (its link shaped, its listener in the starved rank: CI saw one); every healthy link is timed, and faster
     links = {tuple(link["hosts"]): link["gbps"] for link in watch["links"]}
-    assert all(slow.name in hosts for hosts, gbps in links.items() if gbps == min(links.values())), links
+    timed = {hosts: gbps for hosts, gbps in links.items() if gbps is not None}
+    healthy = [gbps for hosts, gbps in timed.items() if slow.name not in hosts]
+    assert all(slow.name in hosts for hosts in set(links) - set(timed)) and healthy, links
+    assert all(gbps < min(healthy) for hosts, gbps in timed.items() if slow.name in hosts), links
     for report in reports:
         assert report["watch"]["findings"] == watch["findings"] and report["job"]["status"] == "completed"
     observed = [json.loads(line) for line in (run_dir / "bad_nodes.jsonl").read_text().splitlines()]
