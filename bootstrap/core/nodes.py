@@ -172,13 +172,14 @@ def observe(preset: EnvConfig, plan: Plan, made: List[ledger.Observation], key: 
     said = badnodes.weigh(made, job_nodes(plan), wanted.systemic_fraction, wanted.max_per_job, key)
     report.warn(warnings, said)
     where = f"{key}.nodes.exclude_file"
+    lines = [outbound.clean(seen.to_json(), one_line=True) for seen in made]  # as written: secrets masked
     past = read_ledger(wanted.exclude_file, where, [], now) if wanted.exclude_file else ledger.Ledger()
+    past = ledger.without_own(past, lines, now)  # rank 0 may have added them already
     both = ledger.Ledger(entries=[*past.entries, *((seen, b"") for seen in made)])
     standing = ledger.judge(both, now, rule(preset), [seen.node for seen in made])
     excluded = {seen.node: standing[seen.node].summary(now) for seen in made
                 if standing[seen.node].state == "excluded" and seen.node not in wanted.ignore}
     if plan.launch.rank == 0:
-        lines = [outbound.clean(seen.to_json(), one_line=True) for seen in made]  # secrets masked
         if plan.output_dir:
             _add_to_job_records(Path(plan.output_dir), lines, list(excluded))
         if wanted.exclude_file is not None:

@@ -320,6 +320,23 @@ def evidence(node: str, observations: Sequence[Observation], clearances: Sequenc
     return found
 
 
+def without_own(past: Ledger, written: Sequence[str], now: datetime) -> Ledger:
+    """``past`` less the observations that are this job's own as ``written`` (its lines as they go into the ledger):
+    each rank judges the job's verdict with the ledger, and rank 0 adds the job's lines, so a rank that reads the
+    ledger after rank 0 added them would count the job twice (with no job id, each copy is an attempt of its own:
+    CI saw a slow Lightning rank say its node was excluded after one job). An entry is the job's own when all it
+    says but its times is what a written line says. Pure."""
+    own = {_timeless(entry) for entry in parse("\n".join(written).encode() + b"\n", now).observations}
+    return Ledger(entries=[(entry, raw) for entry, raw in past.entries
+                           if not (isinstance(entry, Observation) and _timeless(entry) in own)], dropped=past.dropped)
+
+
+def _timeless(seen: Observation) -> str:
+    data = seen.data()
+    del data["observed_at"], data["valid_until"]
+    return json.dumps(data, sort_keys=True)
+
+
 def judge(ledger: Ledger, now: datetime, rule: Rule, nodes: Optional[Iterable[str]] = None) -> Dict[str, Evidence]:
     """Every node's standing (or only ``nodes``'), by name, sorted."""
     wanted = set(nodes) if nodes is not None else None

@@ -166,3 +166,20 @@ def test_the_summary_counts_attempts_and_jobs():
     assert many.summary(NOW) == "slow in 7 jobs (7, 6, 5, 4, 3 and 2 more) in the last 1 h"
     assert ledger.excluded(ledger.parse(b"\n".join([_seen(job="1"), _seen(job="2")]), NOW), NOW, Rule()) == ["node3"]
     assert ledger.excluded(ledger.parse(_seen(reason="faulty"), NOW), NOW, Rule(), ignore=["node3"]) == []
+
+
+def test_a_rank_that_reads_the_job_s_own_lines_back_counts_the_job_once():
+    """Rank 0 adds the job's observations to the ledger; a slower rank that reads it afterwards judges the job's
+    observations with the ledger too. Without a job id each copy was an attempt of its own, and a slow Lightning rank
+    said its node was excluded after one job."""
+    own = _seen(job=None, hours_ago=0.001, ranks=[1], message="rank 1 (node3) is 12.7x slower")
+    other = _seen(job=None, hours_ago=2, ranks=[1], message="rank 1 (node3) is 4.0x slower")
+    past = ledger.parse(b"\n".join([other, own]) + b"\n", NOW)
+    made = ledger.parse(own.replace(_at(0.001).encode(), _at(0).encode()) + b"\n", NOW).observations  # its own moment
+    kept = ledger.without_own(past, [seen.to_json() for seen in made], NOW)
+    assert [seen.message for seen in kept.observations] == ["rank 1 (node3) is 4.0x slower"]
+    once = ledger.Ledger(entries=[*ledger.without_own(ledger.parse(own + b"\n", NOW), [made[0].to_json()], NOW).entries,
+                                  *((seen, b"") for seen in made)])
+    assert ledger.judge(once, NOW, Rule())["node3"].state == "suspect"  # one job, one occasion
+    twice = ledger.Ledger(entries=[*kept.entries, *((seen, b"") for seen in made)])
+    assert ledger.judge(twice, NOW, Rule())["node3"].state == "excluded"  # another job's observation still counts
