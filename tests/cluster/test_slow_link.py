@@ -49,8 +49,11 @@ def test_a_node_behind_a_slow_link_is_named_by_host_within_the_budget(request, c
         assert finding["ranks"] == slow_ranks
         assert f"node {slow.name}" in finding["message"], finding["message"]
         assert "against the other links'" in finding["message"]
-        # no other finding: the world's bus bandwidth fell on every rank alike, and no floor is set
-        assert [f["kind"] for f in preflight["findings"]] == ["slow_link"], preflight["findings"]
+        # no other finding of the link: the world's bus bandwidth fell on every rank alike, and no floor is set. (The
+        # link's verdict shares max_skew with the matmul's, and 3 x 2 ranks time-sharing 2 CPUs unpinned may also be
+        # found `slow` in their matmul: CI saw rank 5 at 4.3x the median. That is no verdict on the link.)
+        assert [f["kind"] for f in preflight["findings"] if f["kind"] != "slow"] == ["slow_link"], \
+            preflight["findings"]
         assert preflight["budget_s"] == BUDGET_S
         assert report["timings"]["preflight_s"] < preflight["budget_s"] + 1
         links = {tuple(link["hosts"]): link["gbps"] for link in preflight["links"]}
