@@ -44,6 +44,19 @@ def pytest_ignore_collect(collection_path, config):
 def pytest_configure(config):
     config.pluginmanager.register(processes, "bootstrap-processes")  # every test's processes end with it
     timing.register(config)  # BOOTSTRAP_TEST_TIMES=DIR: where the time goes (tests/durations.py)
+    if not hasattr(config, "workerinput"):
+        _compile_bytecode()
+
+
+def _compile_bytecode() -> None:
+    """Write the package's bytecode, once, before any test (about 1 s): where PYTHONDONTWRITEBYTECODE is set (this
+    machine sets it) every job the suite starts would compile the package's modules again, 0.33 s of CPU each
+    (measured: train_stub's bootstrap imports, 0.47 s from source, 0.14 s from bytecode). Python checks each file's
+    bytecode against its source, so none is ever stale; tests/ is left alone (its data folders are read whole)."""
+    import compileall
+
+    for folder in ("bootstrap", "hydra_plugins"):
+        compileall.compile_dir(ROOT / folder, quiet=2, workers=1)
 
 
 def pytest_collection_modifyitems(items):

@@ -18,9 +18,10 @@ between sessions and made every test juggle sessions and nice values, apply only
 these. The test's parent group weighs :data:`SHARES` against the machine's other tasks (nice -10's weight is 9548),
 so that what else runs takes little of the ranks' CPU, and that little from every rank alike.
 
-Use :func:`rank_groups` around the job (by hand: ``python tests/cpu_groups.py RANKS COMMAND ...``); each rank joins ``$RANK_GROUPS/rank<its rank>`` as it starts
-(tests/preflight_app/pinned.sh, the Lightning test's ``sitecustomize``, the cluster test's wrapper). On leaving, every
-process still in a group is killed and the groups are removed.
+Use :func:`rank_groups` around the job (by hand: ``python tests/cpu_groups.py RANKS COMMAND ...``); each rank joins
+``$RANK_GROUPS/rank<its rank>`` as the bootstrap starts in it (tests/judged/sitecustomize.py, which pinned.sh and the
+Lightning test load: its imports run outside the budgets, on every CPU), or as it starts (the cluster test's
+wrapper). On leaving, every process still in a group is killed and the groups are removed.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ SHARES = 10240
 CPU = 0  # the one CPU every judged rank runs on
 CPU_SHARE = 0.9  # of that CPU, the ranks' budgets together
 PERIOD_US = 10_000  # the quota's period: a few of a step's milliseconds, so a step is not throttled whole
+PREFIX = "hydra-train-bootstrap-tests-"  # each job's parent group: PREFIX<pid>-<tag>
 EMPTY_WAIT_S = 10.0  # a killed process leaves its group once reaped
 
 
@@ -51,9 +53,23 @@ def why_not() -> Optional[str]:
 
 
 def join(groups: Path, rank: int) -> None:
-    """Move this process into rank ``rank``'s group and onto :data:`CPU` (what the shell wrappers do, for Python)."""
-    (groups / f"rank{rank}" / "cgroup.procs").write_text(str(os.getpid()))
-    os.sched_setaffinity(0, {CPU})
+    """Move this process, every thread of it, into rank ``rank``'s group and onto :data:`CPU` (what the cluster's
+    shell wrapper does as its rank starts; tests/judged/sitecustomize.py as the bootstrap starts)."""
+    (groups / f"rank{rank}" / "cgroup.procs").write_text(str(os.getpid()))  # v1: the whole thread group moves
+    for thread in os.listdir("/proc/self/task"):  # affinity is a thread's own: torch's threads exist by now
+        try:
+            os.sched_setaffinity(int(thread), {CPU})
+        except OSError:  # a thread that ended meanwhile
+            pass
+
+
+def leave() -> None:
+    """Move this process out of any rank's group, onto every CPU: a process started by a rank that had joined."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "cpu" in controllers.split(",") and path.startswith(f"/{PREFIX}"):
+            (ROOT / "cgroup.procs").write_text(str(os.getpid()))
+    os.sched_setaffinity(0, range(os.cpu_count() or 1))
 
 
 def _members(group: Path) -> list:
@@ -67,7 +83,7 @@ def _members(group: Path) -> list:
 def groups_of(tag: str, ranks: int) -> Iterator[Path]:
     """A parent group for one job's ``ranks`` ranks, holding ``rank0`` ... each with its budget; on leaving, what is
     left in them is killed and every group removed."""
-    parent = ROOT / f"hydra-train-bootstrap-tests-{os.getpid()}-{tag}"
+    parent = ROOT / f"{PREFIX}{os.getpid()}-{tag}"
     parent.mkdir()
     (parent / "cpu.shares").write_text(str(SHARES))
     try:

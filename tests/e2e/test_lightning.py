@@ -377,28 +377,20 @@ MAX_SKEW = 3  # the margins are tests/e2e/test_preflight.py's: rank 1 9x slower,
 SLOW = 8  # busy loops in rank 1's CPU group
 # Every rank joins its CPU group as its interpreter starts (tests/cpu_groups.py): rank 0, and rank 1, which Lightning
 # starts with rank 0's group and affinity. The busy loops rank 1 starts are in its group.
-PIN = """import os
-if os.environ.get("RANK_GROUPS"):  # a process a rank starts joins that rank's group (it is there already)
-    import sys
-    sys.path.insert(0, %r)
-    import cpu_groups
-    cpu_groups.join(__import__("pathlib").Path(os.environ["RANK_GROUPS"]), int(os.environ.get("LOCAL_RANK", "0")))
-""" % str(Path(__file__).parents[1])
+JUDGED = Path(__file__).parents[1] / "judged"  # its sitecustomize: each rank into its CPU group as the bootstrap starts
 
 
 def run_pinned_ddp(tmp_path: Path, *args: str, loops: int = 0, **env: str) -> AppRun:
-    """The app under DDP with both ranks on CPU 0, each in a CPU group of its own, and ``loops`` busy processes in
-    rank 1's: a rank slowed for real (design.md section 7). Rank 1 starts the loops just before fit
-    (APP_RANK1_BUSY_LOOPS: its imports at a fraction of a core would take minutes); they are killed by their PIDs."""
-    pin, pids = tmp_path / "pin", tmp_path / "busy.pids"
-    pin.mkdir()
-    (pin / "sitecustomize.py").write_text(PIN)
+    """The app under DDP with both ranks on CPU 0, each in a CPU group of its own (joined as the bootstrap starts in
+    it: tests/judged/), and ``loops`` busy processes in rank 1's: a rank slowed for real (design.md section 7). Rank 1
+    starts the loops just before fit (APP_RANK1_BUSY_LOOPS); they are killed by their PIDs."""
+    pids = tmp_path / "busy.pids"
     with cores(), rank_groups(tmp_path.name) as groups:  # the ranks are timed against each other: no other test
         try:
             return run_app(tmp_path / "run", *BOOTSTRAP, *DDP, "env.threads.intra_op=1",
-                           f"env.preflight.max_skew={MAX_SKEW}", *args, prefix=("taskset", "-c", "0"),
+                           f"env.preflight.max_skew={MAX_SKEW}", *args,
                            APP_RANK1_BUSY_LOOPS=f"{loops}:{pids}", RANK_GROUPS=str(groups), **env,
-                           PYTHONPATH=os.pathsep.join(filter(None, [str(pin), os.environ.get("PYTHONPATH")])))
+                           PYTHONPATH=os.pathsep.join(filter(None, [str(JUDGED), os.environ.get("PYTHONPATH")])))
         finally:
             assert loops == 0 or len(end_listed(pids)) == loops, "rank 1 did not start its busy loops"
 
@@ -427,12 +419,13 @@ def _recorded_its_node(run: AppRun, ledger: Path, on_bad: str) -> None:
 def test_ddp_a_rank_slowed_mid_fit_is_named_by_the_watch_through_the_callback_alone(tmp_path):
     """Issue 48: BootstrapLogging marks every training batch on every rank; rank 1 starts 3 busy loops in its CPU group
     10 s into fit (they share its budget of the CPU: its own work then takes 4x rank 0's), and under cpu_debug's thresholds the watch sees
-    it within consecutive + 1 windows and names rank 1 alone, while both ranks train on to the end (warn)."""
+    it within consecutive + 1 windows and names rank 1 alone, while both ranks train on to the end (warn): the step
+    rank 1 wrote to APP_STOP_FILE as it slowed (about 16 s later; max_steps only bounds it)."""
     window_s, consecutive = 2.0, 3
     # a step of tens of ms (the app's default model trains in a few): a step's own work longer than a scheduler slice
     model = ("model.hidden=1024", "data.features=512", "data.batch_size=256", "data.n=8192")
-    run = run_pinned_ddp(tmp_path, CALLBACK, "trainer.max_epochs=-1", *model, "+trainer.max_steps=500",
-                         loops=3, APP_RANK1_BUSY_AFTER_S="10")
+    run = run_pinned_ddp(tmp_path, CALLBACK, "trainer.max_epochs=-1", *model, "+trainer.max_steps=2000",
+                         loops=3, APP_RANK1_BUSY_AFTER_S="10", APP_STOP_FILE=str(tmp_path / "stop_at"))
     assert_ok(run)
     slowed_at = float(re.search(r"rank 1 slowed at ([0-9.]+) s", run.stdout + run.stderr).group(1))
     reports = [run.report("bootstrap.json"), run.report("bootstrap.rank1.json")]

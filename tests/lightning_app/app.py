@@ -45,10 +45,16 @@ def train(cfg: DictConfig) -> Dict[str, Any]:
 class _SlowRank1Later(L.Callback):
     """With ``APP_RANK1_BUSY_AFTER_S=S`` (tests/e2e/test_lightning.py's rank slowed mid-run): S seconds after its first
     training batch, rank 1 starts the ``APP_RANK1_BUSY_LOOPS`` busy processes, which inherit its CPU and its CPU group
-    (tests/cpu_groups.py) and so take its share of the CPU alone, and logs when."""
+    (tests/cpu_groups.py) and so take its share of the CPU alone, and logs when.
+
+    Fit then ends on its own, on every rank at the same step: rank 1 writes that step to ``APP_STOP_FILE`` as it slows
+    (as many steps again as 0.4 of those it ran healthy: about 16 s at a 4x slower step), each rank reads it as a
+    batch ends and stops there (ranks of DDP are within a step of each other, so both read it in time). A fixed
+    ``max_steps`` would train minutes slowed on a slow machine."""
 
     def __init__(self, after_s: float):
-        self.after_s, self.first = after_s, None
+        self.after_s, self.first, self.stop_at = after_s, None, None
+        self.stop_file = os.environ.get("APP_STOP_FILE")
 
     def on_train_batch_end(self, trainer: Any, *args: Any) -> None:
         now = time.monotonic()
@@ -62,13 +68,23 @@ class _SlowRank1Later(L.Callback):
                 with open(pids, "w") as out:
                     out.write(" ".join(str(loop.pid) for loop in started))
                 log.info("rank 1 slowed at %.2f s", now - self.first)
+                if self.stop_file:
+                    step = trainer.global_step
+                    with open(self.stop_file + ".part", "w") as out:
+                        out.write(str(step + max(20, round(0.4 * step))))
+                    os.replace(self.stop_file + ".part", self.stop_file)
+        if self.stop_file and self.stop_at is None and os.path.exists(self.stop_file):
+            with open(self.stop_file) as written:
+                self.stop_at = int(written.read())
+        if self.stop_at is not None and trainer.global_step >= self.stop_at:
+            trainer.should_stop = True
 
 
 def _slow_rank1() -> List[L.Callback]:
     """With ``APP_RANK1_BUSY_LOOPS=N:FILE`` (tests/e2e/test_lightning.py's slow rank): rank 1 starts N busy processes
     before fit, in its CPU group and on its CPU (they inherit both: they take its share alone), and writes their PIDs
-    to FILE for the test to end them; the callback returned ends them when training starts, once the trainer's setup
-    (where the bootstrap's preflight runs) has measured the slow rank."""
+    to FILE for the test to end them; the callback returned ends them when training starts (or fit stops), once the
+    trainer's setup (where the bootstrap's preflight runs) has measured the slow rank."""
     loops, _, pids = os.environ.get("APP_RANK1_BUSY_LOOPS", "0:").partition(":")
     if os.environ.get("LOCAL_RANK") != "1" or not int(loops):
         return []
@@ -87,6 +103,10 @@ class _EndLoops(L.Callback):
         for loop in self.loops:
             loop.kill()
             loop.wait()
+
+    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        # the check stopped the job: rank 1's way out (its report, Python's exit) at a ninth of its budget took 35 s
+        self.on_train_start(trainer, pl_module)
 
 
 @hydra.main(config_path="conf", config_name="train", version_base="1.3")
