@@ -2,26 +2,22 @@
 
 Every text is *cleaned* on its way out (:func:`clean`):
 
-- secrets are masked: values this process knows to be secret (:func:`remember`: a
-  secret override's value, a preset variable under a secret name, and every value in
-  ``os.environ`` under a secret-looking name, read at the moment of writing), then every
-  credential the text itself shows, by one rule (:func:`bootstrap.doors.masking.mask_credentials`:
-  URL passwords, self-announcing tokens, private-key blocks, authorization headers, assignments
-  to a credential's name; :mod:`bootstrap.doors.shapes` after gitleaks' rules);
-- it is made printable: control characters (terminal escapes, carriage returns, bidi
-  controls, lone surrogates) are shown escaped (``\\x1b``), so no text can retitle or
-  clear a terminal, hide what follows or forge a line; where one line is expected,
-  newlines are escaped too.
+- secrets are masked: values this process knows to be secret (:func:`remember`: a secret override's value, a preset
+  variable under a secret name, and every value in ``os.environ`` under a secret-looking name, read at the moment of
+  writing), then every credential the text itself shows, by one rule
+  (:func:`bootstrap.doors.masking.mask_credentials`: URL passwords, self-announcing tokens, private-key blocks,
+  authorization headers, assignments to a credential's name; :mod:`bootstrap.doors.shapes` after gitleaks' rules);
+- it is made printable: control characters (terminal escapes, carriage returns, bidi controls, lone surrogates) are
+  shown escaped (``\\x1b``), so no text can retitle or clear a terminal, hide what follows or forge a line; where
+  one line is expected, newlines are escaped too.
 
-So the task's own exception text, a launcher plugin's log line, a field read from a
-hostile dump and a value typed on the command line all get the same promise, whoever
-calls. Files are written atomically (a temporary file beside the target, then a
-rename) with the permissions ``open()`` would give under the umask.
+So the task's own exception text, a launcher plugin's log line, a field read from a hostile dump and a value typed
+on the command line all get the same promise, whoever calls. Files are written atomically (a temporary file beside
+the target, then a rename) with the permissions ``open()`` would give under the umask.
 
-While a job or a sweep is active, :class:`MaskedLogs` masks every log record of the
-process, whichever logger made it: a record factory survives Hydra's ``configure_log``,
-which replaces the root handlers after ``on_multirun_start`` (a handler filter would be
-lost with them).
+While a job or a sweep is active, :class:`MaskedLogs` masks every log record of the process, whichever logger made
+it: a record factory survives Hydra's ``configure_log``, which replaces the root handlers after
+``on_multirun_start`` (a handler filter would be lost with them).
 
 ``tests/unit/test_doors.py`` checks that no other module of the package prints or
 writes a file, and pushes hostile text through every door.
@@ -221,13 +217,17 @@ def clean_data(data: Any) -> Any:
 # -- printing ---------------------------------------------------------------------------------
 def say(text: Any = "", *, err: bool = False, one_line: bool = False) -> None:
     """Print ``text``, cleaned, to stdout (``err``: stderr), and flush."""
-    stream = sys.stderr if err else sys.stdout
-    print(clean(text, one_line=one_line), file=stream, flush=True)
+    _line(sys.stderr if err else sys.stdout, clean(text, one_line=one_line))
 
 
 def say_json(data: Any) -> None:
     """Print a JSON document, cleaned, to stdout."""
-    print(to_json(data), flush=True)
+    _line(sys.stdout, to_json(data))
+
+
+def _line(stream: Any, text: str) -> None:
+    stream.write(text + "\n")  # one write: print()'s two let slurmstepd's line land inside ours (traced)
+    stream.flush()
 
 
 def to_json(data: Any) -> str:

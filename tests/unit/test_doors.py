@@ -270,3 +270,30 @@ def test_a_refused_apply_or_a_failed_hook_holds_no_log_masking():
         session.apply()
     session.close()
     assert outbound.MaskedLogs._holds == before  # the refused second apply left its hold to nobody
+
+
+def test_a_line_said_leaves_in_one_write_with_its_newline(monkeypatch):
+    """print() writes a line and its newline apart; another writer of the same file (slurmstepd, another rank)
+    landed between them in a SLURM job's output. say() and say_json() write each whole."""
+    from bootstrap.doors import outbound
+
+    class Recorder:
+        def __init__(self):
+            self.writes = []
+
+        def write(self, text):
+            self.writes.append(text)
+            return len(text)
+
+        def flush(self):
+            pass
+
+    for name in ("stdout", "stderr"):
+        recorder = Recorder()
+        monkeypatch.setattr(outbound.sys, name, recorder)
+        outbound.say("bootstrap: scontrol release 1", err=name == "stderr")
+        assert recorder.writes == ["bootstrap: scontrol release 1\n"]
+    recorder = Recorder()
+    monkeypatch.setattr(outbound.sys, "stdout", recorder)
+    outbound.say_json({"a": 1})
+    assert recorder.writes == ['{\n  "a": 1\n}\n']
