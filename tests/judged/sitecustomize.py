@@ -37,13 +37,13 @@ class _Hook:
 
     joined = False
     loops = 0
+    groups = None  # tests/cpu_groups.py, loaded once
 
     @classmethod
     def find_spec(cls, name, path=None, target=None):
         if not cls.joined and name in JOIN_AT:
             cls.joined = True
-            groups = _cpu_groups()
-            groups.join(groups.Path(os.environ["RANK_GROUPS"]), int(os.environ.get("LOCAL_RANK", "0")))
+            cls.groups.join(cls.groups.Path(os.environ["RANK_GROUPS"]), int(os.environ.get("LOCAL_RANK", "0")))
         if name == LOOPS_AT and cls.joined:
             sys.meta_path.remove(cls)
             for _ in range(cls.loops):
@@ -53,7 +53,8 @@ class _Hook:
 
 
 if os.environ.get("RANK_GROUPS"):
-    _cpu_groups().leave()
+    _Hook.groups = _cpu_groups()
+    _Hook.groups.leave()
     _Hook.loops = int(os.environ.pop("BUSY_LOOPS", "0") or 0)  # this rank's alone: its children start none
     sys.meta_path.insert(0, _Hook)
 
