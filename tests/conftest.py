@@ -5,6 +5,7 @@ tests/e2e/ holds the tests that start processes, marked ``e2e`` here: ``pytest -
 runs the unit tests alone."""
 
 import _posixsubprocess
+import importlib.util
 import json
 import math
 import os
@@ -46,6 +47,7 @@ def pytest_configure(config):
     timing.register(config)  # BOOTSTRAP_TEST_TIMES=DIR: where the time goes (tests/durations.py)
     if not hasattr(config, "workerinput"):
         _compile_bytecode()
+        _build_the_font_cache()
 
 
 def _compile_bytecode() -> None:
@@ -57,6 +59,19 @@ def _compile_bytecode() -> None:
 
     for folder in ("bootstrap", "hydra_plugins"):
         compileall.compile_dir(ROOT / folder, quiet=2, workers=1)
+
+
+def _build_the_font_cache() -> None:
+    """matplotlib builds its font cache at its first import on a machine, and runs ``fc-list`` to do it: in a unit
+    test (which may start no process) that first import failed, and only on a fresh machine whose first plot was a
+    unit test's. Built here, once, in a process of its own, when the cache is not there (matplotlib's own rule for
+    where: MPLCONFIGDIR, else $XDG_CACHE_HOME/matplotlib, else ~/.cache/matplotlib)."""
+    if importlib.util.find_spec("matplotlib") is None:
+        return
+    cache = Path(os.environ.get("MPLCONFIGDIR") or
+                 Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "matplotlib")
+    if not any(cache.glob("fontlist-*.json")):
+        subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], check=True, timeout=300)
 
 
 def pytest_collection_modifyitems(items):

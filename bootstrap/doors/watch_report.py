@@ -2,7 +2,8 @@
 report's style (:mod:`bootstrap.doors.records`). Pure.
 
 Bounded at any world size and any length of job: a window lists at most :data:`MAX_RANKS` ranks (the lowest scores
-and those named), and the section keeps the first window, the worst and the last :data:`LAST_WINDOWS`.
+and those named), and the section keeps the first window, the worst, each one that made a finding and the last
+:data:`LAST_WINDOWS`.
 """
 
 from dataclasses import field
@@ -12,7 +13,7 @@ from bootstrap.doors.statuses import WatchStatus
 from bootstrap.doors.typed import Count, Section, section
 
 MAX_RANKS = 64  # ranks a window lists
-LAST_WINDOWS = 8  # the last windows kept, besides the first and the worst
+LAST_WINDOWS = 8  # the last windows kept, besides the first, the worst and those that made a finding
 MAX_FINDINGS = 16
 
 
@@ -75,7 +76,7 @@ class Watch(Section):
     windows: Count = 0  # windows this rank measured
     judged: Count = 0  # windows rank 0 judged (rank 0's report)
     findings: List[WatchFinding] = field(default_factory=list)
-    kept: List[WatchWindow] = field(default_factory=list)  # rank 0: the first window, the worst and the last ones
+    kept: List[WatchWindow] = field(default_factory=list)  # rank 0: the first window, the worst, each finding's, the last
     links: List[WatchLink] = field(default_factory=list)  # rank 0: the last window's links between nodes
     bad_nodes: List[str] = field(default_factory=list)  # the nodes the findings name, as bad_nodes.jsonl has them
     on_bad: Optional[str] = None  # what was done about them: recorded, stopped

@@ -102,8 +102,11 @@ class Judge:
         scored = self.scored = score(world, self.best)
         found = [*self._slow(number, end_s, scored), *self._slowed(number, end_s, scored),
                  *self._links(number, end_s, world)]
-        self.kept.add(_window_record(number, end_s, scored, {r for f in found for r in f.ranks}))
-        return self._keep(found)
+        before = len(self.findings)
+        made = self._keep(found)
+        self.kept.add(_window_record(number, end_s, scored, {r for f in found for r in f.ranks}),
+                      named=len(self.findings) > before)
+        return made
 
     def _streak(self, kind: str, who: object, under: Optional[bool], number: int, end_s: float) -> Optional[Streak]:
         """Count one window for ``who`` (``under``: None when it was not measured there, which leaves its streak as
@@ -254,21 +257,25 @@ def lowest(window: WatchWindow) -> float:
 
 @lean_dataclass
 class Kept:
-    """The windows the report keeps, whatever the run's length: the first, the worst (its lowest score), and the
-    last LAST_WINDOWS."""
+    """The windows the report keeps, whatever the run's length: the first, the worst (its lowest score), each one
+    that made a finding (its evidence: at most MAX_FINDINGS, as the findings are), and the last LAST_WINDOWS."""
 
     first: Optional[WatchWindow] = None
     worst: Optional[WatchWindow] = None
+    named: List[WatchWindow] = field(default_factory=list)
     last: Deque[WatchWindow] = field(default_factory=lambda: deque(maxlen=LAST_WINDOWS))
 
-    def add(self, window: WatchWindow) -> None:
+    def add(self, window: WatchWindow, named: bool = False) -> None:
+        """``named``: the window made a finding the report keeps."""
         if self.first is None:
             self.first = window
         if self.worst is None or lowest(window) < lowest(self.worst):
             self.worst = window
+        if named and len(self.named) < MAX_FINDINGS:
+            self.named.append(window)
         self.last.append(window)
 
     def windows(self) -> List[WatchWindow]:
         """In the order they were judged, each once."""
-        seen = {id(w): w for w in [self.first, self.worst, *self.last] if w is not None}
+        seen = {id(w): w for w in [self.first, self.worst, *self.named, *self.last] if w is not None}
         return sorted(seen.values(), key=lambda w: w.window)

@@ -206,6 +206,23 @@ def test_the_report_keeps_the_first_the_worst_and_the_last_windows_of_a_long_run
     assert Kept().windows() == []
 
 
+def test_the_window_that_made_a_finding_is_kept_as_its_evidence_however_long_the_run_goes_on():
+    judge = Judge(threshold=0.5, consecutive=3)
+    for n in range(100):
+        own = 30.0 if 5 <= n <= 7 else 10.0  # under the threshold in windows 5, 6 and 7: named at 7
+        judge.window(n, float(n), [_figures(0, 10.0, window=n), _figures(1, own, window=n)])
+    (finding,) = judge.findings
+    assert (finding.window, finding.since_window) == (7, 5)
+    kept = {w.window: w for w in judge.kept.windows()}
+    assert sorted(kept) == [0, 5, 7, *range(100 - LAST_WINDOWS, 100)]  # the worst is the first of the three
+    assert kept[7].ranks[0].rank == 1 and kept[7].ranks[0].relative == pytest.approx(1 / 3, abs=1e-3)
+    judge = Judge(threshold=0.5, consecutive=1)
+    for n in range(200):  # a new rank slow in each window: a finding each, the evidence bounded as the findings are
+        judge.window(n, float(n), [_figures(r, 30.0 if r == n else 10.0, window=n) for r in range(200)])
+    assert len(judge.findings) == MAX_FINDINGS
+    assert len(judge.kept.windows()) <= 2 + MAX_FINDINGS + LAST_WINDOWS
+
+
 def test_the_picture_s_lanes_are_at_most_forty_and_its_points_at_most_512_whatever_the_run():
     for world in (1, 3, 40, 41, 10_000):
         labels = [series.lane_label(lane, world) for lane in range(min(world, series.MAX_LANES))]
