@@ -66,12 +66,15 @@ def _build_the_font_cache() -> None:
     test (which may start no process) that first import failed, and only on a fresh machine whose first plot was a
     unit test's. Built here, once, in a process of its own, when the cache is not there (matplotlib's own rule for
     where: MPLCONFIGDIR, else $XDG_CACHE_HOME/matplotlib, else ~/.cache/matplotlib)."""
-    if importlib.util.find_spec("matplotlib") is None:
+    try:
+        if importlib.util.find_spec("matplotlib") is None:
+            return
+    except ImportError:  # hidden, as tests/e2e/test_extras.py hides it: the plot extra is missing
         return
     cache = Path(os.environ.get("MPLCONFIGDIR") or
                  Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "matplotlib")
-    if not any(cache.glob("fontlist-*.json")):
-        subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], check=True, timeout=300)
+    if not any(cache.glob("fontlist-*.json")):  # a broken matplotlib is left to the tests that need it to say
+        subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], capture_output=True, timeout=300)
 
 
 def pytest_collection_modifyitems(items):
