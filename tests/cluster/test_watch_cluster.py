@@ -40,7 +40,8 @@ def _named(cluster, slurm, tmp_path, groups):
     script = ["sh", "-c", PIN, "sh", sys.executable, str(APP), f"hydra.run.dir={run_dir}", "env.threads.intra_op=1",
               "train.hidden=512", "train.batch_size=256", "train.max_s=300", "env.distributed.timeout_s=120",
               "slow.rank=2", "slow.loops=3", f"slow.after_s={CPU_AT_S}", f"slow.pids={pids}",
-              "slow.findings=2", "slow.windows_after=1", f"mark.after_s={LINK_AT_S}", f"mark.file={mark}"]
+              "slow.findings=2", "slow.named='is slow|its links'", "slow.windows_after=1", f"mark.after_s={LINK_AT_S}",
+              f"mark.file={mark}"]
 
     def shape_when_marked(_processes) -> None:
         deadline = time.monotonic() + 180  # the job's start, then LINK_AT_S of training
@@ -56,17 +57,28 @@ def _named(cluster, slurm, tmp_path, groups):
     assert finished.returncode == 0, finished.output[-4000:]
     reports = jobs.rank_reports(run_dir, 3)
     watch = reports[0]["watch"]
-    by_kind = {f["kind"]: f for f in watch["findings"]}
-    assert sorted(by_kind) == ["slow", "slow_link"] and len(watch["findings"]) == 2, json.dumps(watch)[:8000]
-    for finding in by_kind.values():
-        assert (finding["ranks"], finding["hosts"]) == ([2], [slow.name]), finding
     link_at = float(mark.read_text())
+    # node3 is named twice, for its link and for its work. Besides, the shaped link's transfers (retransmissions,
+    # the queue) run on CPU 0 inside the ranks' fixed CPU budgets here, and any rank's own work may rise with them:
+    # then the watch may also say a rank, or most ranks at once, slowed (its individual score; CI saw "2 of 3 ranks
+    # work slower ... not a node" and "rank 0 (node1) has slowed"), never before the shaping. Nothing else is found
+    mine = [f for f in watch["findings"] if slow.name in f["hosts"] and f["kind"] in ("slow", "slow_link")]
+    by_kind = {f["kind"]: f for f in mine}
+    assert sorted(by_kind) == ["slow", "slow_link"] and len(mine) == 2, json.dumps(watch)[:8000]
+    assert all((f["ranks"], f["hosts"]) == ([2], [slow.name]) for f in mine), mine
+    shaped_window = int(link_at // WINDOW_S)
+    others = [f for f in watch["findings"] if f not in mine]
+    assert all(f["kind"] == "slowed" and f["window"] >= shaped_window - 1 for f in others), others
     slowed_at = reports[2]["job"]["metrics"]["slowed_at_s"]
-    # the app's clock starts a step before the watch's, a link is timed at the end of each window, and a starved
-    # rank measures its window late: the window before the one the change began in may already see it
+    # named no sooner than the change (a finding before it would be a false one) and within consecutive + 1 windows
+    # of it. The app's clock starts a step before the watch's, a link is timed at the end of each window, and a
+    # starved rank measures its window late: the window before the one the change began in may already see it. The
+    # streak may have begun earlier: a healthy link's single message, timed on a CPU every rank shares by budget,
+    # was under the threshold in the 2 windows before the shaping once in CI (since_window 2, shaped in window 4);
+    # it named nothing until the shaped window completed it
     for finding, began in ((by_kind["slow_link"], link_at), (by_kind["slow"], slowed_at)):
         began_window = int(began // WINDOW_S)
-        assert began_window - 1 <= finding["since_window"] and \
+        assert began_window - 1 <= finding["window"] and \
             finding["window"] - began_window + 1 <= CONSECUTIVE + 1, (began, finding)
         print(f"{finding['kind']}: named after {finding['window'] - began_window + 1} windows")
     assert f"node {slow.name}" in by_kind["slow_link"]["message"]
@@ -81,5 +93,6 @@ def _named(cluster, slurm, tmp_path, groups):
         assert report["watch"]["findings"] == watch["findings"] and report["job"]["status"] == "completed"
     observed = [json.loads(line) for line in (run_dir / "bad_nodes.jsonl").read_text().splitlines()]
     watched = [entry for entry in observed if entry["reason"].startswith("watch_")]
-    assert {entry["node"] for entry in watched} == {slow.name}, observed
-    assert {kind for entry in watched for kind in entry["kinds"]} == {"watch_slow_link", "watch_slow"}, observed
+    assert {kind for entry in watched if entry["node"] == slow.name for kind in entry["kinds"]} >= \
+        {"watch_slow_link", "watch_slow"}, observed
+    assert all(set(entry["kinds"]) <= {"watch_slowed"} for entry in watched if entry["node"] != slow.name), observed

@@ -4,11 +4,12 @@ tests/cpu_groups.py).
 
 ``slow.after_s``: that long after its first step, rank ``slow.rank`` starts ``slow.loops`` busy processes, which
 inherit its CPU and its group: from then on they share its group's share of the CPU with it, a slow rank for real
-(with L loops, its own work takes L + 1 times the others': tests/cpu_groups.py's budgets). The ranks agree every 10 steps
-(one all_reduce) on whether to stop: once the watch has made ``slow.findings`` findings and ``slow.windows_after``
-more windows have passed, or after ``train.max_s``. ``die.after_s``: rank ``die.rank`` exits at once, mid-run, as a
-crashed rank does. ``mark.after_s``: rank 0 writes ``mark.file`` then, for the test to act on the job (a link
-shaped).
+(with L loops, its own work takes L + 1 times the others': tests/cpu_groups.py's budgets). The ranks agree every 10
+steps (one all_reduce) on whether to stop: once the watch has made ``slow.findings`` findings that name rank
+``slow.rank`` with one of the words ``slow.named`` (a regex; a finding about another rank, or none, does not count)
+and ``slow.windows_after`` more windows have passed, or after ``train.max_s``. ``die.after_s``: rank ``die.rank``
+exits at once, mid-run, as a crashed rank does. ``mark.after_s``: rank 0 writes ``mark.file`` then, for the test to
+act on the job (a link shaped).
 
 Returns what the test checks against the report: when the slowing began (seconds after the first step, on the
 slow rank's clock), and each rank's median wall time a step before and after it.
@@ -16,6 +17,7 @@ slow rank's clock), and each rank's median wall time a step before and after it.
 
 import logging
 import os
+import re
 import statistics
 import subprocess
 import time
@@ -53,6 +55,10 @@ def main(cfg) -> dict:
     first = slowed_at = named_at = None
     marked = False
     walls = {"before": [], "after": []}
+    # "watch: rank 1 (node2) is slow: ...", "watch: rank 1 (node2) has slowed: ...", "watch: node node3 (rank 2): its
+    # links ..."
+    names_it = re.compile(rf"^watch: (rank {cfg.slow.rank} \(\S+\)|node \S+ \(rank {cfg.slow.rank}\):) "
+                          rf"({cfg.slow.named})")
     last = None
     for step in session.watch(range(10**9)):
         now = time.monotonic()
@@ -79,7 +85,7 @@ def main(cfg) -> dict:
             Path(cfg.mark.file).write_text(f"{now - first:.3f}")  # the test acts on the job from here (tc)
             marked = True
         if step % AGREE_EVERY == 0:
-            if named_at is None and sum(w.startswith("watch: ") for w in session.report.warnings) >= \
+            if named_at is None and sum(bool(names_it.match(w)) for w in session.report.warnings) >= \
                     cfg.slow.findings:
                 named_at = now
             done = named_at is not None and now - named_at >= cfg.slow.windows_after * window_s
