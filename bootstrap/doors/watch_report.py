@@ -76,7 +76,7 @@ class Watch(Section):
     windows: Count = 0  # windows this rank measured
     judged: Count = 0  # windows rank 0 judged (rank 0's report)
     findings: List[WatchFinding] = field(default_factory=list)
-    kept: List[WatchWindow] = field(default_factory=list)  # rank 0: the first window, the worst, each finding's, the last
+    kept: List[WatchWindow] = field(default_factory=list)  # rank 0: the first, the worst, each finding's, the last
     links: List[WatchLink] = field(default_factory=list)  # rank 0: the last window's links between nodes
     bad_nodes: List[str] = field(default_factory=list)  # the nodes the findings name, as bad_nodes.jsonl has them
     on_bad: Optional[str] = None  # what was done about them: recorded, stopped
