@@ -61,7 +61,8 @@ def _named(cluster, slurm, tmp_path, groups):
     # node3 is named twice, for its link and for its work. Besides, the shaped link's transfers (retransmissions,
     # the queue) run on CPU 0 inside the ranks' fixed CPU budgets here, and any rank's own work may rise with them:
     # then the watch may also say a rank, or most ranks at once, slowed (its individual score; CI saw "2 of 3 ranks
-    # work slower ... not a node" and "rank 0 (node1) has slowed"), never before the shaping. Nothing else is found
+    # work slower ... not a node", a rerun here "rank 0 (node1) has slowed"), never before the shaping. Nothing
+    # else is found
     mine = [f for f in watch["findings"] if slow.name in f["hosts"] and f["kind"] in ("slow", "slow_link")]
     by_kind = {f["kind"]: f for f in mine}
     assert sorted(by_kind) == ["slow", "slow_link"] and len(mine) == 2, json.dumps(watch)[:8000]
@@ -74,7 +75,7 @@ def _named(cluster, slurm, tmp_path, groups):
     # of it. The app's clock starts a step before the watch's, a link is timed at the end of each window, and a
     # starved rank measures its window late: the window before the one the change began in may already see it. The
     # streak may have begun earlier: a healthy link's single message, timed on a CPU every rank shares by budget,
-    # was under the threshold in the 2 windows before the shaping once in CI (since_window 2, shaped in window 4);
+    # was under the threshold in the 2 windows before the shaping in a rerun (since_window 2, shaped in window 4);
     # it named nothing until the shaped window completed it
     for finding, began in ((by_kind["slow_link"], link_at), (by_kind["slow"], slowed_at)):
         began_window = int(began // WINDOW_S)
